@@ -1,0 +1,1 @@
+"""graphscope's Dash dashboard, installed as ``graphscope.app`` (issue: Dashboard)."""

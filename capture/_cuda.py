@@ -1,0 +1,55 @@
+"""Lazy imports of the GPU stack and the one checker for cuda-python's ``(err, *out)`` tuples."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from graphscope.errors import CaptureError
+
+_INSTALL_HINT = (
+    "graphscope capture needs a CUDA GPU with torch, cuda-bindings and cupti-python: "
+    "pip install 'graphscope[capture]'"
+)
+
+
+def require(module: str) -> ModuleType:
+    """Import a GPU-side module or raise a CaptureError saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise CaptureError(f"cannot import {module} ({exc}); {_INSTALL_HINT}") from None
+
+
+def driver() -> ModuleType:
+    return require("cuda.bindings.driver")
+
+
+def runtime() -> ModuleType:
+    return require("cuda.bindings.runtime")
+
+
+def nvrtc() -> ModuleType:
+    return require("cuda.bindings.nvrtc")
+
+
+def cupti() -> ModuleType:
+    return require("cupti.cupti")
+
+
+def check(result: Any, what: str = "CUDA call") -> Any:
+    """Unpack a cuda-python result tuple, raising CaptureError with the error's name on failure.
+
+    Returns None for a bare status, the value for one output, a tuple for several.
+    """
+    if not isinstance(result, tuple):
+        result = (result,)
+    err, *out = result
+    code = int(err)
+    if code != 0:
+        name = getattr(err, "name", str(err))
+        raise CaptureError(f"{what} failed: {name} ({code})")
+    if not out:
+        return None
+    return out[0] if len(out) == 1 else tuple(out)

@@ -1,0 +1,166 @@
+"""Read a CUDA graph node by node through the driver API (cuda-python) and CUPTI.
+
+This is the ground truth the DOT reader is tested against: what the driver itself says about a
+graph's nodes, ids, edges and launch configurations. Driver quirks it works around (DESIGN.md):
+``cuGraphNodeGetType`` rather than the runtime call, ``cuGraphKernelNodeGetParams`` rather than
+the runtime one (which fails on PyTorch, cuBLAS and Triton kernels), and CUPTI for node ids,
+since ``cuGraphNodeGetLocalId`` needs a 13.1 driver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._cuda import check, cupti, driver
+
+_NODE_TYPE_PREFIX = "CU_GRAPH_NODE_TYPE_"
+_MEMORY_KIND = {1: "H", 2: "D", 3: "A", 4: "U"}  # CUmemorytype: host, device, array, unified
+
+
+def _ptr(value: Any) -> int:
+    """An integer address out of a cuda-python handle, pointer wrapper or plain int."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except TypeError:
+        return int(value.getPtr())
+
+
+def node_type(node: Any) -> str:
+    kind = check(driver().cuGraphNodeGetType(node), "cuGraphNodeGetType")
+    name = kind.name
+    return name[len(_NODE_TYPE_PREFIX) :] if name.startswith(_NODE_TYPE_PREFIX) else name
+
+
+def graph_id(graph: Any) -> int:
+    return int(cupti().get_graph_id(_ptr(graph)))
+
+
+def node_ids(node: Any) -> tuple[int, int]:
+    """(graph_id, local_id) from CUPTI's ``(graph_id << 32) | local_id``."""
+    packed = int(cupti().get_graph_node_id(_ptr(node)))
+    return packed >> 32, packed & 0xFFFFFFFF
+
+
+def graph_nodes(graph: Any) -> list[Any]:
+    drv = driver()
+    _, count = check(drv.cuGraphGetNodes(graph, 0), "cuGraphGetNodes")
+    if count == 0:
+        return []
+    nodes, _ = check(drv.cuGraphGetNodes(graph, count), "cuGraphGetNodes")
+    return list(nodes)
+
+
+def graph_edges(graph: Any) -> list[tuple[Any, Any, dict[str, int]]]:
+    """Edges as (from_node, to_node, edge_data) with CUDA 13's ``cuGraphGetEdges`` signature."""
+    drv = driver()
+    *_, count = check(drv.cuGraphGetEdges(graph, 0), "cuGraphGetEdges")
+    if count == 0:
+        return []
+    src, dst, data, _ = check(drv.cuGraphGetEdges(graph, count), "cuGraphGetEdges")
+    edges = []
+    for a, b, d in zip(src, dst, data):
+        edge = {"from_port": int(d.from_port), "to_port": int(d.to_port), "type": int(d.type)}
+        edges.append((a, b, edge))
+    return edges
+
+
+def _memory_kind(memory_type: Any, pointer: int) -> str:
+    code = int(memory_type)
+    if code == 4 and pointer:  # unified addressing: ask where the pointer lives
+        drv = driver()
+        attr = drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        err, real = drv.cuPointerGetAttribute(attr, pointer)
+        code = int(real) if int(err) == 0 else 1  # not a CUDA allocation: pageable host memory
+    return _MEMORY_KIND.get(code, "?")
+
+
+def kernel_name(params: Any) -> str:
+    drv = driver()
+    if _ptr(params.func):
+        raw = check(drv.cuFuncGetName(params.func), "cuFuncGetName")
+    else:
+        raw = check(drv.cuKernelGetName(params.kern), "cuKernelGetName")
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def node_params(node: Any, kind: str) -> dict[str, Any]:
+    """The contract fields of one node, read from the driver."""
+    drv = driver()
+    if kind == "KERNEL":
+        p = check(drv.cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
+        return {
+            "name": kernel_name(p),
+            "grid": [int(p.gridDimX), int(p.gridDimY), int(p.gridDimZ)],
+            "block": [int(p.blockDimX), int(p.blockDimY), int(p.blockDimZ)],
+            "shared_mem": int(p.sharedMemBytes),
+        }
+    if kind == "MEMCPY":
+        p = check(drv.cuGraphMemcpyNodeGetParams(node), "cuGraphMemcpyNodeGetParams")
+        src = _memory_kind(p.srcMemoryType, _ptr(p.srcDevice) or _ptr(p.srcHost))
+        dst = _memory_kind(p.dstMemoryType, _ptr(p.dstDevice) or _ptr(p.dstHost))
+        return {
+            "kind": f"{src}to{dst}",
+            "bytes": int(p.WidthInBytes) * max(int(p.Height), 1) * max(int(p.Depth), 1),
+        }
+    if kind == "MEMSET":
+        p = check(drv.cuGraphMemsetNodeGetParams(node), "cuGraphMemsetNodeGetParams")
+        return {
+            "value": int(p.value),
+            "element_size": int(p.elementSize),
+            "width": int(p.width),
+            "height": int(p.height),
+        }
+    if kind == "MEM_ALLOC":
+        p = check(drv.cuGraphMemAllocNodeGetParams(node), "cuGraphMemAllocNodeGetParams")
+        return {"bytes": int(p.bytesize)}
+    return {}
+
+
+def child_graphs(node: Any, kind: str, known: dict[int, list[Any]]) -> list[Any]:
+    """The graphs a GRAPH or CONDITIONAL node owns.
+
+    Conditional bodies cannot be read back from a node on a 13.0 driver without
+    ``cuGraphNodeGetParams``; the builder passes the bodies it created in ``known``.
+    """
+    if kind == "GRAPH":
+        return [check(driver().cuGraphChildGraphNodeGetGraph(node), "cuGraphChildGraphNodeGetGraph")]
+    if kind == "CONDITIONAL":
+        return known.get(_ptr(node), [])
+    return []
+
+
+def describe_graph(graph: Any, bodies: dict[int, list[Any]] | None = None) -> dict[str, Any]:
+    """Every node, edge and nested graph of ``graph`` as plain data, keyed by driver ids.
+
+    Returns ``{"graphs": [...], "nodes": [...], "edges": [...]}``; nodes carry ``graph_id``,
+    ``local_id``, ``type``, ``parent`` ([graph_id, local_id] or None) and the contract fields.
+    """
+    bodies = bodies or {}
+    graphs: list[dict[str, Any]] = []
+    nodes: list[dict[str, Any]] = []
+    edges: list[dict[str, Any]] = []
+    pending: list[tuple[Any, list[int] | None]] = [(graph, None)]
+    while pending:
+        current, parent = pending.pop(0)
+        gid = graph_id(current)
+        graphs.append({"graph_id": gid, "parent": parent, "nodes": 0})
+        members = graph_nodes(current)
+        graphs[-1]["nodes"] = len(members)
+        for node in members:
+            ngid, lid = node_ids(node)
+            kind = node_type(node)
+            entry: dict[str, Any] = {
+                "graph_id": ngid,
+                "local_id": lid,
+                "type": kind,
+                "parent": parent,
+            }
+            entry.update(node_params(node, kind))
+            nodes.append(entry)
+            for child in child_graphs(node, kind, bodies):
+                pending.append((child, [ngid, lid]))
+        for a, b, data in graph_edges(current):
+            edges.append({"from": list(node_ids(a)), "to": list(node_ids(b)), **data})
+    return {"graphs": graphs, "nodes": nodes, "edges": edges}

@@ -1,0 +1,64 @@
+"""The graph contract: node keys, node types and the attribute names every reader fills.
+
+A graph is a ``networkx.DiGraph``. Node keys are the names ``cudaGraphDebugDotPrint`` gives
+nodes, ``graph_<graph_id>_node_<local_id>``, so a key found in graphscope can be searched for in
+the raw dump. See docs/FORMAT.md for the whole contract.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import networkx as nx
+
+#: Bundle schema version this graphscope writes and the newest it reads.
+SCHEMA_VERSION = 1
+
+#: Node types, the driver's ``CUgraphNodeType`` names without their prefix.
+NODE_TYPES = (
+    "KERNEL",
+    "MEMCPY",
+    "MEMSET",
+    "HOST",
+    "GRAPH",
+    "EMPTY",
+    "WAIT_EVENT",
+    "EVENT_RECORD",
+    "EXT_SEMAS_SIGNAL",
+    "EXT_SEMAS_WAIT",
+    "MEM_ALLOC",
+    "MEM_FREE",
+    "BATCH_MEM_OP",
+    "CONDITIONAL",
+)
+
+_KEY = re.compile(r"graph_(\d+)_node_(\d+)\Z")
+
+
+def node_key(graph_id: int, local_id: int) -> str:
+    """The key of node ``local_id`` of graph ``graph_id``."""
+    return f"graph_{graph_id}_node_{local_id}"
+
+
+def parse_key(key: str) -> tuple[int, int] | None:
+    """``(graph_id, local_id)`` of a node key, or None if ``key`` is not one."""
+    match = _KEY.match(key)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def graph_ids(G: nx.DiGraph) -> list[int]:
+    """Ids of the graphs (root, child and conditional bodies) that ``G``'s nodes live in."""
+    return sorted({int(d["graph_id"]) for _, d in G.nodes(data=True)})
+
+
+def root_graph_ids(G: nx.DiGraph) -> list[int]:
+    """Ids of the graphs whose nodes have no parent."""
+    return sorted({int(d["graph_id"]) for _, d in G.nodes(data=True) if d.get("parent") is None})
+
+
+def display_name(data: dict[str, Any]) -> str:
+    """What to call a node in a list or a picture: the short kernel name, else its type."""
+    if data.get("type") == "KERNEL":
+        return str(data.get("short_name") or data.get("name") or "KERNEL")
+    return str(data.get("type", "?"))

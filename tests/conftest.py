@@ -1,0 +1,42 @@
+"""Shared fixtures; ``gpu`` tests run only where torch sees a CUDA device and cupti imports."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _gpu_missing() -> str | None:
+    for module in ("torch", "cuda.bindings", "cupti"):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return f"{module} is not installed"
+        except ModuleNotFoundError:
+            return f"{module} is not installed"
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("gpu" in item.keywords for item in items):
+        return
+    reason = _gpu_missing()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=f"gpu test: {reason}")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def samples() -> Path:
+    """The repository's samples/ folder of real captures."""
+    return SAMPLES
