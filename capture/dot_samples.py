@@ -148,22 +148,45 @@ class Builder:
             self.errors.append(f"{what}: {type(exc).__name__}: {exc}")
             return None
 
-    def kernel(self, deps: list[Any], name: str, args: list[Any], grid: Any, block: Any,
-               shared: int = 0, graph: Any = None) -> Any:
+    def kernel(
+        self,
+        deps: list[Any],
+        name: str,
+        args: list[Any],
+        grid: Any,
+        block: Any,
+        shared: int = 0,
+        graph: Any = None,
+    ) -> Any:
         p = self.kernels.params(name, args, grid, block, shared)
         g = self.drv_graph(graph)
-        return check(self.drv.cuGraphAddKernelNode(g, self.drv_nodes(deps), len(deps), p),
-                     "cuGraphAddKernelNode")
+        return check(
+            self.drv.cuGraphAddKernelNode(g, self.drv_nodes(deps), len(deps), p),
+            "cuGraphAddKernelNode",
+        )
 
-    def memcpy(self, deps: list[Any], dst: int, src: int, count: int, kind: str,
-               graph: Any = None) -> Any:
+    def memcpy(
+        self, deps: list[Any], dst: int, src: int, count: int, kind: str, graph: Any = None
+    ) -> Any:
         k = getattr(self.rt.cudaMemcpyKind, f"cudaMemcpy{kind}")
-        return check(self.rt.cudaGraphAddMemcpyNode1D(
-            self.rt_graph(graph), self.rt_nodes(deps), len(deps), dst, src, count, k),
-            "cudaGraphAddMemcpyNode1D")
+        return check(
+            self.rt.cudaGraphAddMemcpyNode1D(
+                self.rt_graph(graph), self.rt_nodes(deps), len(deps), dst, src, count, k
+            ),
+            "cudaGraphAddMemcpyNode1D",
+        )
 
-    def memset(self, deps: list[Any], dst: int, value: int, element_size: int, width: int,
-               height: int = 1, pitch: int = 0, graph: Any = None) -> Any:
+    def memset(
+        self,
+        deps: list[Any],
+        dst: int,
+        value: int,
+        element_size: int,
+        width: int,
+        height: int = 1,
+        pitch: int = 0,
+        graph: Any = None,
+    ) -> Any:
         p = self.rt.cudaMemsetParams()
         p.dst = dst
         p.value = value
@@ -171,8 +194,10 @@ class Builder:
         p.width = width
         p.height = height
         p.pitch = pitch or width * element_size
-        return check(self.rt.cudaGraphAddMemsetNode(
-            self.rt_graph(graph), self.rt_nodes(deps), len(deps), p), "cudaGraphAddMemsetNode")
+        return check(
+            self.rt.cudaGraphAddMemsetNode(self.rt_graph(graph), self.rt_nodes(deps), len(deps), p),
+            "cudaGraphAddMemsetNode",
+        )
 
     def host(self, deps: list[Any]) -> Any:
         callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _data: None)
@@ -184,17 +209,23 @@ class Builder:
         except Exception:
             p.fn = address
         p.userData = 0
-        return check(self.rt.cudaGraphAddHostNode(
-            self.rt_graph(), self.rt_nodes(deps), len(deps), p), "cudaGraphAddHostNode")
+        return check(
+            self.rt.cudaGraphAddHostNode(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
+            "cudaGraphAddHostNode",
+        )
 
     def empty(self, deps: list[Any], graph: Any = None) -> Any:
-        return check(self.rt.cudaGraphAddEmptyNode(
-            self.rt_graph(graph), self.rt_nodes(deps), len(deps)), "cudaGraphAddEmptyNode")
+        return check(
+            self.rt.cudaGraphAddEmptyNode(self.rt_graph(graph), self.rt_nodes(deps), len(deps)),
+            "cudaGraphAddEmptyNode",
+        )
 
     def event(self, deps: list[Any], event: Any, record: bool) -> Any:
         add = self.rt.cudaGraphAddEventRecordNode if record else self.rt.cudaGraphAddEventWaitNode
-        return check(add(self.rt_graph(), self.rt_nodes(deps), len(deps), event),
-                     "cudaGraphAddEvent(Record|Wait)Node")
+        return check(
+            add(self.rt_graph(), self.rt_nodes(deps), len(deps), event),
+            "cudaGraphAddEvent(Record|Wait)Node",
+        )
 
     def ext_semas(self, deps: list[Any], signal: bool) -> Any:
         if signal:
@@ -204,8 +235,10 @@ class Builder:
             p = self.rt.cudaExternalSemaphoreWaitNodeParams()
             add = self.rt.cudaGraphAddExternalSemaphoresWaitNode
         p.numExtSems = 0
-        return check(add(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
-                     "cudaGraphAddExternalSemaphores*Node")
+        return check(
+            add(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
+            "cudaGraphAddExternalSemaphores*Node",
+        )
 
     def mem_alloc(self, deps: list[Any], nbytes: int) -> tuple[Any, int]:
         p = self.rt.cudaMemAllocNodeParams()
@@ -213,13 +246,17 @@ class Builder:
         p.poolProps.location.type = self.rt.cudaMemLocationType.cudaMemLocationTypeDevice
         p.poolProps.location.id = 0
         p.bytesize = nbytes
-        node = check(self.rt.cudaGraphAddMemAllocNode(
-            self.rt_graph(), self.rt_nodes(deps), len(deps), p), "cudaGraphAddMemAllocNode")
+        node = check(
+            self.rt.cudaGraphAddMemAllocNode(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
+            "cudaGraphAddMemAllocNode",
+        )
         return node, int(p.dptr)
 
     def mem_free(self, deps: list[Any], dptr: int) -> Any:
-        return check(self.rt.cudaGraphAddMemFreeNode(
-            self.rt_graph(), self.rt_nodes(deps), len(deps), dptr), "cudaGraphAddMemFreeNode")
+        return check(
+            self.rt.cudaGraphAddMemFreeNode(self.rt_graph(), self.rt_nodes(deps), len(deps), dptr),
+            "cudaGraphAddMemFreeNode",
+        )
 
     def batch_mem_op(self, deps: list[Any], address: int, value: int) -> Any:
         drv = self.drv
@@ -237,30 +274,41 @@ class Builder:
         p.paramArray = [op]
         p.flags = 0
         self._keep.append((op, p))
-        return check(drv.cuGraphAddBatchMemOpNode(
-            self.drv_graph(), self.drv_nodes(deps), len(deps), p), "cuGraphAddBatchMemOpNode")
+        return check(
+            drv.cuGraphAddBatchMemOpNode(self.drv_graph(), self.drv_nodes(deps), len(deps), p),
+            "cuGraphAddBatchMemOpNode",
+        )
 
     def child(self, deps: list[Any], child: Any) -> Any:
-        return check(self.rt.cudaGraphAddChildGraphNode(
-            self.rt_graph(), self.rt_nodes(deps), len(deps), self.rt_graph(child)),
-            "cudaGraphAddChildGraphNode")
+        return check(
+            self.rt.cudaGraphAddChildGraphNode(
+                self.rt_graph(), self.rt_nodes(deps), len(deps), self.rt_graph(child)
+            ),
+            "cudaGraphAddChildGraphNode",
+        )
 
     def conditional(self, deps: list[Any], kind: str, size: int) -> tuple[Any, list[Any]]:
         rt = self.rt
         flags = int(getattr(rt, "cudaGraphCondAssignDefault", 1))
-        handle = check(rt.cudaGraphConditionalHandleCreate(self.rt_graph(), 1, flags),
-                       "cudaGraphConditionalHandleCreate")
+        handle = check(
+            rt.cudaGraphConditionalHandleCreate(self.rt_graph(), 1, flags),
+            "cudaGraphConditionalHandleCreate",
+        )
         p = rt.cudaGraphNodeParams()
         p.type = rt.cudaGraphNodeType.cudaGraphNodeTypeConditional
         p.conditional.handle = handle
         p.conditional.type = getattr(rt.cudaGraphConditionalNodeType, f"cudaGraphCondType{kind}")
         p.conditional.size = size
         try:
-            node = check(rt.cudaGraphAddNode(self.rt_graph(), self.rt_nodes(deps), None,
-                                             len(deps), p), "cudaGraphAddNode")
+            node = check(
+                rt.cudaGraphAddNode(self.rt_graph(), self.rt_nodes(deps), None, len(deps), p),
+                "cudaGraphAddNode",
+            )
         except TypeError:
-            node = check(rt.cudaGraphAddNode(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
-                         "cudaGraphAddNode")
+            node = check(
+                rt.cudaGraphAddNode(self.rt_graph(), self.rt_nodes(deps), len(deps), p),
+                "cudaGraphAddNode",
+            )
         bodies = list(p.conditional.phGraph_out)[:size]
         self.bodies[int(node)] = [self.drv_graph(b) for b in bodies]
         return node, bodies
@@ -283,24 +331,45 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
     def scale_args(ptr: int) -> list[Any]:
         return [ctypes.c_void_p(ptr), ctypes.c_float(2.0), ctypes.c_int(n)]
 
-    h2d = b.attempt("memcpy HtoD", lambda: b.memcpy([], dev.data_ptr(), pinned.data_ptr(), nbytes,
-                                                     "HostToDevice"))
+    h2d = b.attempt(
+        "memcpy HtoD",
+        lambda: b.memcpy([], dev.data_ptr(), pinned.data_ptr(), nbytes, "HostToDevice"),
+    )
     root = [h2d] if h2d is not None else []
-    k1 = b.attempt("kernel 1-D", lambda: b.kernel(root, "graphscope_scale<float>",
-                                                  scale_args(dev.data_ptr()), (n // 256, 1, 1),
-                                                  (256, 1, 1)))
-    k2 = b.attempt("kernel 2-D", lambda: b.kernel(root, "graphscope_fill2d",
-                                                  [ctypes.c_void_p(grid2d.data_ptr()),
-                                                   ctypes.c_int(64)],
-                                                  (4, 16, 1), (16, 4, 1), shared=64))
+    k1 = b.attempt(
+        "kernel 1-D",
+        lambda: b.kernel(
+            root,
+            "graphscope_scale<float>",
+            scale_args(dev.data_ptr()),
+            (n // 256, 1, 1),
+            (256, 1, 1),
+        ),
+    )
+    k2 = b.attempt(
+        "kernel 2-D",
+        lambda: b.kernel(
+            root,
+            "graphscope_fill2d",
+            [ctypes.c_void_p(grid2d.data_ptr()), ctypes.c_int(64)],
+            (4, 16, 1),
+            (16, 4, 1),
+            shared=64,
+        ),
+    )
     ms = b.attempt("memset 1-D", lambda: b.memset(root, dev2.data_ptr(), 0, 4, n))
-    ms2 = b.attempt("memset 2-D", lambda: b.memset(root, grid2d.data_ptr(), 0x3F, 1, 128,
-                                                   height=8, pitch=256))
+    ms2 = b.attempt(
+        "memset 2-D", lambda: b.memset(root, grid2d.data_ptr(), 0x3F, 1, 128, height=8, pitch=256)
+    )
     branch = [x for x in (k1, k2, ms, ms2) if x is not None]
-    d2d = b.attempt("memcpy DtoD", lambda: b.memcpy(branch, dev2.data_ptr(), dev.data_ptr(),
-                                                    nbytes, "DeviceToDevice"))
-    h2h = b.attempt("memcpy HtoH", lambda: b.memcpy([], pinned2.data_ptr(), pinned.data_ptr(),
-                                                    1024, "HostToHost"))
+    d2d = b.attempt(
+        "memcpy DtoD",
+        lambda: b.memcpy(branch, dev2.data_ptr(), dev.data_ptr(), nbytes, "DeviceToDevice"),
+    )
+    h2h = b.attempt(
+        "memcpy HtoH",
+        lambda: b.memcpy([], pinned2.data_ptr(), pinned.data_ptr(), 1024, "HostToHost"),
+    )
     join = b.attempt("empty", lambda: b.empty([x for x in (d2d, h2h) if x is not None]))
     chain = [join] if join is not None else []
     hostn = b.attempt("host", lambda: b.host(chain))
@@ -318,10 +387,12 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
     alloc = b.attempt("mem alloc", lambda: b.mem_alloc(chain, 1 << 20))
     if alloc is not None:
         alloc_node, dptr = alloc
-        use = b.attempt("memset into graph allocation",
-                        lambda: b.memset([alloc_node], dptr, 0, 4, 1 << 18))
-        free = b.attempt("mem free", lambda: b.mem_free([use if use is not None else alloc_node],
-                                                        dptr))
+        use = b.attempt(
+            "memset into graph allocation", lambda: b.memset([alloc_node], dptr, 0, 4, 1 << 18)
+        )
+        free = b.attempt(
+            "mem free", lambda: b.mem_free([use if use is not None else alloc_node], dptr)
+        )
         chain = [free] if free is not None else chain
     bmo = b.attempt("batch mem op", lambda: b.batch_mem_op(chain, flag.data_ptr(), 7))
     chain = [bmo] if bmo is not None else chain
@@ -331,11 +402,21 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
     b.attempt("nested child: empty", lambda: b.empty([], graph=inner))
     b.attempt("nested child: memset", lambda: b.memset([], dev2.data_ptr(), 1, 1, 256, graph=inner))
     child = check(rt.cudaGraphCreate(0), "cudaGraphCreate")
-    ck = b.attempt("child: kernel", lambda: b.kernel([], "graphscope_scale<float>",
-                                                     scale_args(dev2.data_ptr()),
-                                                     (n // 128, 1, 1), (128, 1, 1), graph=child))
-    b.attempt("child: memset", lambda: b.memset([ck] if ck is not None else [], dev.data_ptr(), 0,
-                                                2, 512, graph=child))
+    ck = b.attempt(
+        "child: kernel",
+        lambda: b.kernel(
+            [],
+            "graphscope_scale<float>",
+            scale_args(dev2.data_ptr()),
+            (n // 128, 1, 1),
+            (128, 1, 1),
+            graph=child,
+        ),
+    )
+    b.attempt(
+        "child: memset",
+        lambda: b.memset([ck] if ck is not None else [], dev.data_ptr(), 0, 2, 512, graph=child),
+    )
     sub = Builder(kernels, graph=child)
     sub.attempt("child: nested child graph", lambda: sub.child([], inner))
     b.errors += sub.errors
@@ -344,21 +425,35 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
 
     # Conditional nodes: IF with an else branch, WHILE, SWITCH; each body gets real work.
     for kind, size in (("If", 2), ("While", 1), ("Switch", 3)):
-        made = b.attempt(f"conditional {kind}", lambda k=kind, s=size: b.conditional(chain, k, s))
+        made = b.attempt(
+            f"conditional {kind}", lambda k=kind, s=size, c=chain: b.conditional(c, k, s)
+        )
         if made is None:
             continue
         node, bodies = made
         for i, body in enumerate(bodies):
             if i % 2 == 0:
-                b.attempt(f"{kind} body {i}: kernel", lambda g=body: b.kernel(
-                    [], "graphscope_scale<float>", scale_args(dev.data_ptr()),
-                    (n // 512, 1, 1), (512, 1, 1), graph=g))
+                b.attempt(
+                    f"{kind} body {i}: kernel",
+                    lambda g=body: b.kernel(
+                        [],
+                        "graphscope_scale<float>",
+                        scale_args(dev.data_ptr()),
+                        (n // 512, 1, 1),
+                        (512, 1, 1),
+                        graph=g,
+                    ),
+                )
             else:
-                b.attempt(f"{kind} body {i}: memset", lambda g=body: b.memset(
-                    [], dev2.data_ptr(), 0, 4, 64, graph=g))
+                b.attempt(
+                    f"{kind} body {i}: memset",
+                    lambda g=body: b.memset([], dev2.data_ptr(), 0, 4, 64, graph=g),
+                )
         chain = [node]
-    d2h = b.attempt("memcpy DtoH", lambda: b.memcpy(chain, pinned.data_ptr(), dev.data_ptr(),
-                                                    nbytes, "DeviceToHost"))
+    d2h = b.attempt(
+        "memcpy DtoH",
+        lambda: b.memcpy(chain, pinned.data_ptr(), dev.data_ptr(), nbytes, "DeviceToHost"),
+    )
     del d2h
     return b.graph, b
 
@@ -387,28 +482,59 @@ def build_stream_capture(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
     check(rt.cudaStreamBeginCapture(s1, mode), "cudaStreamBeginCapture")
     try:
         d1 = drv.CUstream(init_value=int(s1))
-        b.attempt("capture: memcpy HtoD", lambda: check(rt.cudaMemcpyAsync(
-            dev.data_ptr(), pinned.data_ptr(), n * 4, rt.cudaMemcpyKind.cudaMemcpyHostToDevice, s1)))
-        b.attempt("capture: fork", lambda: (check(rt.cudaEventRecord(fork, s1)),
-                                            check(rt.cudaStreamWaitEvent(s2, fork, 0))))
+        b.attempt(
+            "capture: memcpy HtoD",
+            lambda: check(
+                rt.cudaMemcpyAsync(
+                    dev.data_ptr(),
+                    pinned.data_ptr(),
+                    n * 4,
+                    rt.cudaMemcpyKind.cudaMemcpyHostToDevice,
+                    s1,
+                )
+            ),
+        )
+        b.attempt(
+            "capture: fork",
+            lambda: (
+                check(rt.cudaEventRecord(fork, s1)),
+                check(rt.cudaStreamWaitEvent(s2, fork, 0)),
+            ),
+        )
         f = kernels.functions["graphscope_scale<float>"]
         args = [ctypes.c_void_p(dev.data_ptr()), ctypes.c_float(0.5), ctypes.c_int(n)]
         array = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
         b._keep += [args, array]
         for stream in (s1, s2):
             ds = drv.CUstream(init_value=int(stream))
-            b.attempt("capture: kernel", lambda s=ds: check(drv.cuLaunchKernel(
-                f, n // 256, 1, 1, 256, 1, 1, 0, s, ctypes.addressof(array), 0)))
+            b.attempt(
+                "capture: kernel",
+                lambda s=ds: check(
+                    drv.cuLaunchKernel(
+                        f, n // 256, 1, 1, 256, 1, 1, 0, s, ctypes.addressof(array), 0
+                    )
+                ),
+            )
         b.attempt("capture: memset", lambda: check(rt.cudaMemsetAsync(dev.data_ptr(), 0, 512, s2)))
-        b.attempt("capture: join", lambda: (check(rt.cudaEventRecord(joinev, s2)),
-                                            check(rt.cudaStreamWaitEvent(s1, joinev, 0))))
+        b.attempt(
+            "capture: join",
+            lambda: (
+                check(rt.cudaEventRecord(joinev, s2)),
+                check(rt.cudaStreamWaitEvent(s1, joinev, 0)),
+            ),
+        )
         host_fn = ctypes.cast(callback, ctypes.c_void_p).value
-        b.attempt("capture: host func", lambda: check(rt.cudaLaunchHostFunc(
-            s1, rt.cudaHostFn_t(init_value=host_fn), 0)))
-        b.attempt("capture: external event record", lambda: check(
-            rt.cudaEventRecordWithFlags(external, s1, 1)))
-        b.attempt("capture: external event wait", lambda: check(
-            rt.cudaStreamWaitEvent(s1, waited, 1)))
+        b.attempt(
+            "capture: host func",
+            lambda: check(rt.cudaLaunchHostFunc(s1, rt.cudaHostFn_t(init_value=host_fn), 0)),
+        )
+        b.attempt(
+            "capture: external event record",
+            lambda: check(rt.cudaEventRecordWithFlags(external, s1, 1)),
+        )
+        b.attempt(
+            "capture: external event wait", lambda: check(rt.cudaStreamWaitEvent(s1, waited, 1))
+        )
 
         def alloc_free() -> None:
             ptr = check(rt.cudaMallocAsync(1 << 16, s1), "cudaMallocAsync")
@@ -416,11 +542,22 @@ def build_stream_capture(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
             check(rt.cudaFreeAsync(ptr, s1), "cudaFreeAsync")
 
         b.attempt("capture: malloc/free async", alloc_free)
-        b.attempt("capture: stream write value", lambda: check(drv.cuStreamWriteValue32(
-            d1, drv.CUdeviceptr(flag.data_ptr()), 3, 0)))
-        b.attempt("capture: memcpy DtoH", lambda: check(rt.cudaMemcpyAsync(
-            pinned.data_ptr(), dev.data_ptr(), n * 4, rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
-            s1)))
+        b.attempt(
+            "capture: stream write value",
+            lambda: check(drv.cuStreamWriteValue32(d1, drv.CUdeviceptr(flag.data_ptr()), 3, 0)),
+        )
+        b.attempt(
+            "capture: memcpy DtoH",
+            lambda: check(
+                rt.cudaMemcpyAsync(
+                    pinned.data_ptr(),
+                    dev.data_ptr(),
+                    n * 4,
+                    rt.cudaMemcpyKind.cudaMemcpyDeviceToHost,
+                    s1,
+                )
+            ),
+        )
     finally:
         graph = check(rt.cudaStreamEndCapture(s1), "cudaStreamEndCapture")
     b.graph = graph
@@ -498,28 +635,43 @@ def build_llama_decode(torch: Any) -> Any:
     """Decode step of a 4-layer Llama (hidden 512, random weights) with a static KV cache."""
     transformers = require("transformers")
     config = transformers.LlamaConfig(
-        hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
-        num_key_value_heads=8, vocab_size=4096, max_position_embeddings=256,
+        hidden_size=512,
+        intermediate_size=1376,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=8,
+        vocab_size=4096,
+        max_position_embeddings=256,
     )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).to("cuda", torch.float16).eval()
     try:
         cache = transformers.StaticCache(config=config, max_cache_len=64)
     except TypeError:
-        cache = transformers.StaticCache(config=config, max_batch_size=1, max_cache_len=64,
-                                         device="cuda", dtype=torch.float16)
+        cache = transformers.StaticCache(
+            config=config, max_batch_size=1, max_cache_len=64, device="cuda", dtype=torch.float16
+        )
     prompt = torch.randint(0, config.vocab_size, (1, 8), device="cuda")
     with torch.no_grad():
-        model(input_ids=prompt, past_key_values=cache, use_cache=True,
-              cache_position=torch.arange(8, device="cuda"))
+        model(
+            input_ids=prompt,
+            past_key_values=cache,
+            use_cache=True,
+            cache_position=torch.arange(8, device="cuda"),
+        )
     token = torch.zeros(1, 1, dtype=torch.long, device="cuda")
     position = torch.tensor([8], device="cuda")
     logits = {}
 
     def step() -> None:
         with torch.no_grad():
-            out = model(input_ids=token, past_key_values=cache, use_cache=True,
-                        cache_position=position, position_ids=position.unsqueeze(0))
+            out = model(
+                input_ids=token,
+                past_key_values=cache,
+                use_cache=True,
+                cache_position=position,
+                position_ids=position.unsqueeze(0),
+            )
         logits["last"] = out.logits
 
     graph = _torch_capture(torch, step)
@@ -531,10 +683,17 @@ def _environment(torch: Any) -> dict[str, Any]:
     drv = driver()
     env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__}
     try:
-        smi = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, check=True, timeout=30,
-        ).stdout.strip().splitlines()[0]
+        smi = (
+            subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=30,
+            )
+            .stdout.strip()
+            .splitlines()[0]
+        )
         env["gpu"], env["driver"] = [part.strip() for part in smi.split(",")]
     except (OSError, subprocess.SubprocessError, IndexError, ValueError):
         env["gpu"] = torch.cuda.get_device_name()
@@ -549,8 +708,13 @@ def _environment(torch: Any) -> dict[str, Any]:
     return env
 
 
-def dump(graph: Any, folder: Path, bodies: dict[int, list[Any]] | None, torch_graph: Any = None,
-         extra_errors: list[str] | None = None) -> list[str]:
+def dump(
+    graph: Any,
+    folder: Path,
+    bodies: dict[int, list[Any]] | None,
+    torch_graph: Any = None,
+    extra_errors: list[str] | None = None,
+) -> list[str]:
     """Write the DOT files at every flag set and driver.json; return the file names written."""
     drv = driver()
     folder.mkdir(parents=True, exist_ok=True)
@@ -558,8 +722,10 @@ def dump(graph: Any, folder: Path, bodies: dict[int, list[Any]] | None, torch_gr
     written = []
     for name in FLAG_SETS:
         path = folder / f"flags-{name}.dot"
-        check(drv.cuGraphDebugDotPrint(handle, str(path).encode(), flag_value(name)),
-              "cuGraphDebugDotPrint")
+        check(
+            drv.cuGraphDebugDotPrint(handle, str(path).encode(), flag_value(name)),
+            "cuGraphDebugDotPrint",
+        )
         written.append(path.name)
     if torch_graph is not None:
         path = folder / "torch-debug-dump.dot"
@@ -587,7 +753,8 @@ def main(argv: list[str] | None = None) -> int:
     kernels = Kernels(f"sm_{major}{minor}")
     env = _environment(torch)
     command = "python -m graphscope.capture.dot_samples " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
+    )
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
     scenarios: dict[str, Callable[[], tuple[Any, dict[int, list[Any]], Any, list[str]]]] = {}
@@ -604,6 +771,7 @@ def main(argv: list[str] | None = None) -> int:
         def make() -> Any:
             g = build(torch)
             return g.raw_cuda_graph(), {}, g, [], g
+
         return make
 
     scenarios = {
@@ -628,8 +796,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dot_samples: {name} failed:\n{traceback.format_exc()}", file=sys.stderr)
             continue
         for file in files:
-            manifest.append({"file": f"{name}/{file}", "scenario": name, "command": command,
-                             "date": date, **env})
+            manifest.append(
+                {
+                    "file": f"{name}/{file}",
+                    "scenario": name,
+                    "command": command,
+                    "date": date,
+                    **env,
+                }
+            )
         print(f"dot_samples: {name}: {', '.join(files)}; refused: {errors or 'none'}")
     with open(args.out / "manifest.jsonl", "w") as fh:
         for line in manifest:

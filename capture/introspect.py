@@ -60,7 +60,7 @@ def graph_edges(graph: Any) -> list[tuple[Any, Any, dict[str, int]]]:
         return []
     src, dst, data, _ = check(drv.cuGraphGetEdges(graph, count), "cuGraphGetEdges")
     edges = []
-    for a, b, d in zip(src, dst, data):
+    for a, b, d in zip(src, dst, data, strict=True):
         edge = {"from_port": int(d.from_port), "to_port": int(d.to_port), "type": int(d.type)}
         edges.append((a, b, edge))
     return edges
@@ -125,7 +125,9 @@ def child_graphs(node: Any, kind: str, known: dict[int, list[Any]]) -> list[Any]
     ``cuGraphNodeGetParams``; the builder passes the bodies it created in ``known``.
     """
     if kind == "GRAPH":
-        return [check(driver().cuGraphChildGraphNodeGetGraph(node), "cuGraphChildGraphNodeGetGraph")]
+        return [
+            check(driver().cuGraphChildGraphNodeGetGraph(node), "cuGraphChildGraphNodeGetGraph")
+        ]
     if kind == "CONDITIONAL":
         return known.get(_ptr(node), [])
     return []

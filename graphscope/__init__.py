@@ -6,14 +6,14 @@
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from .errors import (
     BundleFormatError,
     CaptureError,
     DotFormatError,
     GraphscopeError,
     InputError,
 )
-from .io import load, save  # noqa: E402
+from .io import load, save
 
 __all__ = [
     "BundleFormatError",

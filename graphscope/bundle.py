@@ -20,11 +20,17 @@ from .model import NODE_TYPES, SCHEMA_VERSION
 FORMAT_NAME = "graphscope-bundle"
 
 #: Node attributes stored per node in a section of their own, with the section's name.
-NODE_SECTIONS = {"replay": ("timing", "nodes"), "eager": ("eager", "nodes"),
-                 "attribution": ("attribution", None)}
+NODE_SECTIONS = {
+    "replay": ("timing", "nodes"),
+    "eager": ("eager", "nodes"),
+    "attribution": ("attribution", None),
+}
 #: Graph attributes stored in a section of their own.
-GRAPH_SECTIONS = {"timing": ("timing", "summary"), "replays": ("timing", "replays"),
-                  "eager_trace": ("eager", "trace")}
+GRAPH_SECTIONS = {
+    "timing": ("timing", "summary"),
+    "replays": ("timing", "replays"),
+    "eager_trace": ("eager", "trace"),
+}
 
 
 def _section(doc: dict[str, Any], name: str, sub: str | None) -> Any:
@@ -89,29 +95,42 @@ def _require_int(path: Any, where: str, value: Any) -> int:
 def _foreign_schema(doc: dict[str, Any]) -> str:
     keys = set(doc)
     if {"nodes", "directed"} <= keys and ("links" in keys or "edges" in keys):
-        return ("this is networkx node-link JSON, not a graphscope bundle; read it with "
-                "networkx.node_link_graph")
+        return (
+            "this is networkx node-link JSON, not a graphscope bundle; read it with "
+            "networkx.node_link_graph"
+        )
     if "traceEvents" in keys:
         return "this is a Chrome/Perfetto trace, not a graphscope bundle"
     shown = ", ".join(sorted(keys)[:8]) or "none"
-    return (f"JSON of another schema: not a graphscope bundle (no \"format\": \"{FORMAT_NAME}\";"
-            f" top-level keys: {shown})")
+    return (
+        f'JSON of another schema: not a graphscope bundle (no "format": "{FORMAT_NAME}";'
+        f" top-level keys: {shown})"
+    )
 
 
 def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
     """Check a parsed bundle document and build its DiGraph; raise BundleFormatError."""
     if not isinstance(doc, dict):
-        raise BundleFormatError(path, f"JSON of another schema: the top level is a "
-                                f"{type(doc).__name__}, a graphscope bundle is an object")
+        raise BundleFormatError(
+            path,
+            f"JSON of another schema: the top level is a "
+            f"{type(doc).__name__}, a graphscope bundle is an object",
+        )
     if doc.get("format") != FORMAT_NAME:
         raise BundleFormatError(path, _foreign_schema(doc))
     version = _require_int(path, "schema_version", doc.get("schema_version"))
     if version > SCHEMA_VERSION:
-        writer = doc.get("writer", {}).get("graphscope", "a newer graphscope") \
-            if isinstance(doc.get("writer"), dict) else "a newer graphscope"
-        raise BundleFormatError(path, f"bundle schema version {version} (written by graphscope "
-                                f"{writer}); graphscope {__version__} reads schema versions up "
-                                f"to {SCHEMA_VERSION}: upgrade with pip install -U graphscope")
+        writer = (
+            doc.get("writer", {}).get("graphscope", "a newer graphscope")
+            if isinstance(doc.get("writer"), dict)
+            else "a newer graphscope"
+        )
+        raise BundleFormatError(
+            path,
+            f"bundle schema version {version} (written by graphscope "
+            f"{writer}); graphscope {__version__} reads schema versions up "
+            f"to {SCHEMA_VERSION}: upgrade with pip install -U graphscope",
+        )
     if version < 1:
         raise BundleFormatError(path, f"schema_version {version} is not a valid version")
     for name in ("metadata",):
@@ -132,8 +151,11 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         if key in G:
             raise _fail(path, f"{where}.key", f"duplicate node key {key!r}")
         if entry.get("type") not in NODE_TYPES:
-            raise _fail(path, f"{where}.type",
-                        f"{json.dumps(entry.get('type'))[:40]} is not a CUDA graph node type")
+            raise _fail(
+                path,
+                f"{where}.type",
+                f"{json.dumps(entry.get('type'))[:40]} is not a CUDA graph node type",
+            )
         _require_int(path, f"{where}.graph_id", entry.get("graph_id"))
         _require_int(path, f"{where}.local_id", entry.get("local_id"))
         G.add_node(key, **{k: v for k, v in entry.items() if k != "key"})
@@ -160,8 +182,7 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
             raise _fail(path, f"{name}.{sub}", "not an object")
         for key, value in per_node.items():
             if key not in G:
-                raise _fail(path, f"{name}{'.' + sub if sub else ''}",
-                            f"{key!r} is not a node key")
+                raise _fail(path, f"{name}{'.' + sub if sub else ''}", f"{key!r} is not a node key")
             G.nodes[key][attr] = value
     for attr, (name, sub) in GRAPH_SECTIONS.items():
         section = doc.get(name)

@@ -68,8 +68,9 @@ def _value(text: str) -> Any:
 def _is_value(text: str) -> bool:
     text = text.strip()
     # A \x01N\x02 placeholder stands for a number while a record template is parsed.
-    return bool(_INT.match(text) or _HEX.match(text) or _FLOAT.match(text)
-                or _PLACEHOLDER.fullmatch(text))
+    return bool(
+        _INT.match(text) or _HEX.match(text) or _FLOAT.match(text) or _PLACEHOLDER.fullmatch(text)
+    )
 
 
 def _unescape(text: str) -> str:
@@ -78,7 +79,7 @@ def _unescape(text: str) -> str:
 
 def _dims(text: str) -> list[int]:
     parts = [int(p) for p in text.strip("{}").split(",") if p]
-    return (parts + [1, 1, 1])[:3]
+    return [*parts, 1, 1, 1][:3]
 
 
 def parse_record(label: str, path: Any = None, line: int | None = None) -> Record:
@@ -145,7 +146,7 @@ def _pairs(item: Record | str, prefix: str, out: list[tuple[str, str]], extra: l
             extra.append(item)
         return
     if len(item) == 2 and _all_str(item):  # {key | value}
-        out.append((prefix + item[0], item[1]))
+        out.append((prefix + str(item[0]), str(item[1])))
         return
     if len(item) >= 2 and isinstance(item[-1], list) and isinstance(item[-2], list):
         keys_tree, vals = _unwrap(item[-2]), _unwrap(item[-1])
@@ -158,14 +159,14 @@ def _pairs(item: Record | str, prefix: str, out: list[tuple[str, str]], extra: l
                 names = [h for h in heads[0] if isinstance(h, str)]
                 if names and len(keys) == len(vals) and len(keys) % len(names) == 0:
                     step = len(keys) // len(names)
-                    for i, (k, v) in enumerate(zip(keys, vals)):
-                        out.append((f"{prefix}{names[i // step]}.{k}", v))
+                    for i, (k, v) in enumerate(zip(keys, vals, strict=True)):
+                        out.append((f"{prefix}{names[i // step]}.{k}", str(v)))
                     return
             elif _all_str(heads) and len(keys) == len(vals):
                 head = ".".join(h for h in heads if isinstance(h, str) and h)
                 lead = f"{prefix}{head}." if head else prefix
-                for k, v in zip(keys, vals):
-                    out.append((lead + k, v))
+                for k, v in zip(keys, vals, strict=True):
+                    out.append((lead + k, str(v)))
                 return
     if len(item) == 2 and isinstance(item[0], str) and isinstance(item[1], list):
         _pairs(item[1], f"{prefix}{item[0]}.", out, extra)  # {srcPos | {{x | 0} | ...}}
@@ -229,7 +230,9 @@ def _derive(attrs: dict[str, Any]) -> None:
         attrs["conditional_type"] = str(attrs["conditional_type"]).strip()
 
 
-def _record_fields(label: str, path: Any, line: int) -> tuple[str, list[tuple[str, str]], list[str]]:
+def _record_fields(
+    label: str, path: Any, line: int
+) -> tuple[str, list[tuple[str, str]], list[str]]:
     """A record label as (type word, [(key, raw value)], [unexplained text])."""
     tree = _unwrap(parse_record(label, path, line))
     fields = tree if isinstance(tree, list) else [tree]
@@ -360,25 +363,30 @@ def _gs_value(text: str) -> str:
 def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
     ids = parse_key(name)
     if ids is None:
-        raise DotFormatError(path, f"node {name!r} is not named graph_<G>_node_<N>: this DOT "
-                             "file was not written by cudaGraphDebugDotPrint", node.line)
+        raise DotFormatError(
+            path,
+            f"node {name!r} is not named graph_<G>_node_<N>: this DOT "
+            "file was not written by cudaGraphDebugDotPrint",
+            node.line,
+        )
     gid, lid = ids
     attrs: dict[str, Any] = {"graph_id": gid, "local_id": lid}
     if "gs_attrs" in node.attrs:  # written by graphscope's own DOT writer: exact attributes
         try:
             stored = json.loads(_gs_value(node.attrs["gs_attrs"]))
         except ValueError:
-            raise DotFormatError(path, f"node {name!r}: gs_attrs is not valid JSON",
-                                 node.line) from None
+            raise DotFormatError(
+                path, f"node {name!r}: gs_attrs is not valid JSON", node.line
+            ) from None
         if not isinstance(stored, dict) or stored.get("type") not in NODE_TYPES:
-            raise DotFormatError(path, f"node {name!r}: gs_attrs has no known node type",
-                                 node.line)
+            raise DotFormatError(path, f"node {name!r}: gs_attrs has no known node type", node.line)
         stored.update(graph_id=gid, local_id=lid)
         return stored
     label = node.attrs.get("label")
     if label is None:
-        raise DotFormatError(path, f"node {name!r} has no label: not cudaGraphDebugDotPrint "
-                             "output", node.line)
+        raise DotFormatError(
+            path, f"node {name!r} has no label: not cudaGraphDebugDotPrint output", node.line
+        )
     shape = node.attrs.get("shape", "")
     if shape == "record" or label.lstrip().startswith("{"):
         _record_node(label, attrs, path, node.line)
@@ -396,8 +404,18 @@ def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
 def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGraph:
     """Build the graph model from a parsed cudaGraphDebugDotPrint document."""
     if not doc.directed:
-        raise DotFormatError(path, "an undirected 'graph': cudaGraphDebugDotPrint writes a "
-                             "'digraph'")
+        raise DotFormatError(
+            path, "an undirected 'graph': cudaGraphDebugDotPrint writes a 'digraph'"
+        )
+    for edge in doc.edges:
+        for end in (edge.source, edge.target):
+            if parse_key(end) is None:
+                raise DotFormatError(
+                    path,
+                    f"node {end!r} is not named graph_<G>_node_<N>: this "
+                    "DOT file was not written by cudaGraphDebugDotPrint",
+                    edge.line,
+                )
     if not doc.nodes:
         raise DotFormatError(path, "the DOT graph has no nodes")
     G = nx.DiGraph()
@@ -407,28 +425,32 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
         if node.subgraph is not None:
             cluster = _CLUSTER.match(node.subgraph)
             if cluster and int(cluster.group(1)) != attrs["graph_id"]:
-                raise DotFormatError(path, f"node {name!r} sits in {node.subgraph}, not in "
-                                     f"cluster_{attrs['graph_id']}", node.line)
-        owned = attrs.get("bodies", []) + (
-            [attrs["child_graph"]] if "child_graph" in attrs else []
-        )
+                raise DotFormatError(
+                    path,
+                    f"node {name!r} sits in {node.subgraph}, not in cluster_{attrs['graph_id']}",
+                    node.line,
+                )
+        owned = attrs.get("bodies", []) + ([attrs["child_graph"]] if "child_graph" in attrs else [])
         for gid in owned:
             if gid in owners:
-                raise DotFormatError(path, f"graph_{gid} is claimed by both {owners[gid]} and "
-                                     f"{name}", node.line)
+                raise DotFormatError(
+                    path, f"graph_{gid} is claimed by both {owners[gid]} and {name}", node.line
+                )
             owners[gid] = name
         G.add_node(name, **attrs)
-    for name, data in G.nodes(data=True):
+    for _, data in G.nodes(data=True):
         data.setdefault("parent", owners.get(data["graph_id"]))
     for edge in doc.edges:
         for end in (edge.source, edge.target):
             if end not in G:
-                raise DotFormatError(path, f"edge names node {end!r}, which is not declared",
-                                     edge.line)
+                raise DotFormatError(
+                    path, f"edge names node {end!r}, which is not declared", edge.line
+                )
         src, dst = G.nodes[edge.source], G.nodes[edge.target]
         if src["graph_id"] != dst["graph_id"]:
-            raise DotFormatError(path, f"edge {edge.source} -> {edge.target} joins two graphs",
-                                 edge.line)
+            raise DotFormatError(
+                path, f"edge {edge.source} -> {edge.target} joins two graphs", edge.line
+            )
         if "gs_attrs" in edge.attrs:
             try:
                 edge_attrs = json.loads(_gs_value(edge.attrs["gs_attrs"]))

@@ -11,6 +11,7 @@ refused with a message, since no CUDA graph dump has them.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,12 +110,16 @@ class _Lexer:
     def _fail_at(self, pos: int) -> None:
         ch = self.text[pos]
         if ch == '"':
-            raise DotFormatError(self.path, "unterminated quoted string (truncated file?)",
-                                 self.line_of(pos))
+            raise DotFormatError(
+                self.path, "unterminated quoted string (truncated file?)", self.line_of(pos)
+            )
         if ch == "<":
-            raise DotFormatError(self.path, "HTML-like labels are not part of CUDA graph dumps; "
-                                 "this DOT file was not written by cudaGraphDebugDotPrint",
-                                 self.line_of(pos))
+            raise DotFormatError(
+                self.path,
+                "HTML-like labels are not part of CUDA graph dumps; "
+                "this DOT file was not written by cudaGraphDebugDotPrint",
+                self.line_of(pos),
+            )
         raise DotFormatError(self.path, f"unexpected character {ch!r}", self.line_of(pos))
 
     def _scan(self) -> tuple[str, str, int] | None:
@@ -163,12 +168,14 @@ class _Lexer:
     def take(self, *kinds: str) -> str:
         kind = self.peek()
         if kind is None:
-            raise DotFormatError(self.path, "file ends inside the graph (truncated file?)",
-                                 self.line())
+            raise DotFormatError(
+                self.path, "file ends inside the graph (truncated file?)", self.line()
+            )
         if kinds and kind not in kinds:
             want = " or ".join(repr(k) for k in kinds)
-            raise DotFormatError(self.path, f"expected {want}, found {self._ahead[0][1]!r}",
-                                 self.line())
+            raise DotFormatError(
+                self.path, f"expected {want}, found {self._ahead[0][1]!r}", self.line()
+            )
         return self._ahead.pop(0)[1]
 
     def accept(self, value: str) -> bool:
@@ -190,8 +197,9 @@ def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
     toks.accept("strict")
     kind = toks.peek()
     if kind not in ("graph", "digraph"):
-        raise DotFormatError(path, "not a DOT file: it does not start with 'digraph' or 'graph'",
-                             toks.line())
+        raise DotFormatError(
+            path, "not a DOT file: it does not start with 'digraph' or 'graph'", toks.line()
+        )
     toks.take()
     name = _unquote(toks.take()) if toks.peek() in ("id", "string") else None
     toks.take("{")
@@ -233,14 +241,14 @@ def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
             m = _FAST_EDGE.match(text, start) if doc.directed else None
             if m and not _is_keyword(m.group(1)) and not _is_keyword(m.group(2)):
                 attrs = {_unquote(k): _unquote(v) for k, v in _ATTR_PAIR.findall(m.group(3) or "")}
-                doc.edges.append(Edge(_unquote(m.group(1)), _unquote(m.group(2)), attrs,
-                                      toks.line_of(start)))
+                doc.edges.append(
+                    Edge(_unquote(m.group(1)), _unquote(m.group(2)), attrs, toks.line_of(start))
+                )
                 toks.pos = m.end()
                 continue
         kind = toks.peek()
         if kind is None:
-            raise DotFormatError(path, "file ends inside the graph (truncated file?)",
-                                 toks.line())
+            raise DotFormatError(path, "file ends inside the graph (truncated file?)", toks.line())
         line = toks.line()
         current = stack[-1]
         if kind == "}":
@@ -288,22 +296,30 @@ def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
             while toks.peek() == "edge":
                 op = toks.take()
                 if op != edge_op:
-                    raise DotFormatError(path, f"edge operator {op!r} in a "
-                                         f"{'digraph' if doc.directed else 'graph'}", line)
+                    raise DotFormatError(
+                        path,
+                        f"edge operator {op!r} in a {'digraph' if doc.directed else 'graph'}",
+                        line,
+                    )
                 if toks.peek() in ("{", "subgraph"):
-                    raise DotFormatError(path, "edges to subgraphs are not part of CUDA graph "
-                                         "dumps; not written by cudaGraphDebugDotPrint", line)
+                    raise DotFormatError(
+                        path,
+                        "edges to subgraphs are not part of CUDA graph "
+                        "dumps; not written by cudaGraphDebugDotPrint",
+                        line,
+                    )
                 chain.append(_unquote(toks.take("id", "string")))
                 if toks.accept(":"):
                     toks.take("id", "string")
             attrs = attr_list()
-            for a, b in zip(chain, chain[1:]):
+            for a, b in itertools.pairwise(chain):
                 doc.edges.append(Edge(a, b, attrs, line))
             toks.accept(";")
             continue
         add_node(first, attr_list(), line)
         toks.accept(";")
     if toks.peek() is not None:
-        raise DotFormatError(path, f"unexpected {toks.value()!r} after the graph's closing "
-                             "brace", toks.line())
+        raise DotFormatError(
+            path, f"unexpected {toks.value()!r} after the graph's closing brace", toks.line()
+        )
     return doc

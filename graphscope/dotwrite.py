@@ -18,8 +18,13 @@ import networkx as nx
 from . import __version__
 from .model import display_name
 
-_SHAPES = {"KERNEL": "box", "MEMCPY": "trapezium", "MEMSET": "invtrapezium",
-           "CONDITIONAL": "diamond", "GRAPH": "folder"}
+_SHAPES = {
+    "KERNEL": "box",
+    "MEMCPY": "trapezium",
+    "MEMSET": "invtrapezium",
+    "CONDITIONAL": "diamond",
+    "GRAPH": "folder",
+}
 
 
 def _quote(text: str) -> str:
@@ -40,16 +45,19 @@ def _label(data: dict[str, Any]) -> str:
     lines = [str(data.get("local_id", "?")), display_name(data)]
     kind = data.get("type")
     if kind == "KERNEL" and "grid" in data:
-        lines.append(f"<<<{_dims(data['grid'])},{_dims(data.get('block'))},"
-                     f"{data.get('shared_mem', 0)}>>>")
+        lines.append(
+            f"<<<{_dims(data['grid'])},{_dims(data.get('block'))},{data.get('shared_mem', 0)}>>>"
+        )
     elif kind in ("MEMCPY", "MEMSET", "MEM_ALLOC") and "bytes" in data:
         head = data.get("kind", data.get("value", ""))
         lines.append(f"({head},{data['bytes']})" if head != "" else f"({data['bytes']} B)")
     elif kind == "GRAPH" and "child_graph" in data:
         lines.append(f"graph_{data['child_graph']}")
     elif kind == "CONDITIONAL":
-        lines.append(f"{data.get('conditional_type', '')} -> "
-                     + ", ".join(f"graph_{b}" for b in data.get("bodies", [])))
+        lines.append(
+            f"{data.get('conditional_type', '')} -> "
+            + ", ".join(f"graph_{b}" for b in data.get("bodies", []))
+        )
     if isinstance(data.get("replay"), dict) and "median_us" in data["replay"]:
         lines.append(f"{data['replay']['median_us']:.1f} us")
     return "\n".join(lines)
@@ -61,8 +69,11 @@ def dumps_dot(G: nx.DiGraph) -> str:
     for key, data in G.nodes(data=True):
         by_graph[int(data.get("graph_id", 0))].append(key)
     meta = dict(G.graph)
-    out = [f"// written by graphscope {__version__}; graphscope reads it back exactly",
-           "digraph dot {", f"gs_graph={_quote(json.dumps(meta, separators=(',', ':')))};"]
+    out = [
+        f"// written by graphscope {__version__}; graphscope reads it back exactly",
+        "digraph dot {",
+        f"gs_graph={_quote(json.dumps(meta, separators=(',', ':')))};",
+    ]
     for gid in sorted(by_graph):
         out.append(f"subgraph cluster_{gid} {{")
         out.append(f'label="graph_{gid}" graph[style="dashed"];')
@@ -71,8 +82,10 @@ def dumps_dot(G: nx.DiGraph) -> str:
             data = G.nodes[key]
             attrs = json.dumps(data, separators=(",", ":"))
             shape = _SHAPES.get(str(data.get("type")), "rectangle")
-            out.append(f"{_quote(key)}[shape={shape} label={_quote(_label(data))} "
-                       f"gs_attrs={_quote(attrs)}];")
+            out.append(
+                f"{_quote(key)}[shape={shape} label={_quote(_label(data))} "
+                f"gs_attrs={_quote(attrs)}];"
+            )
         for a, b, d in G.edges(by_graph[gid], data=True):
             if b in members:
                 extra = f" [gs_attrs={_quote(json.dumps(d, separators=(',', ':')))}]" if d else ""

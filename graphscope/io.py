@@ -32,8 +32,10 @@ def _gunzip(raw: bytes, path: Path, limit: int) -> bytes:
             chunk = inflater.decompress(data, 1 << 24)
             total += len(chunk)
             if total > limit:
-                raise InputError(path, f"gzip stream expands past {limit} bytes; "
-                                 "pass a larger max_bytes to load it")
+                raise InputError(
+                    path,
+                    f"gzip stream expands past {limit} bytes; pass a larger max_bytes to load it",
+                )
             chunks.append(chunk)
             data = inflater.unconsumed_tail
             if inflater.eof and inflater.unused_data:
@@ -50,8 +52,12 @@ def _read_bundle(text: str, path: Path) -> nx.DiGraph:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        why = "file ends inside the JSON (truncated file?)" if exc.pos >= len(text) - 1 \
-            else f"invalid JSON: {exc.msg}"
+        if exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string"):
+            why = "file ends inside the JSON (truncated file?)"
+        elif exc.msg == "Extra data":
+            why = "more than one JSON value (JSON Lines?); a bundle is a single JSON object"
+        else:
+            why = f"invalid JSON: {exc.msg}"
         raise BundleFormatError(path, why, exc.lineno) from None
     except RecursionError:
         raise BundleFormatError(path, "JSON nested too deeply") from None
@@ -72,8 +78,11 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
         if not p.is_file():
             raise InputError(p, "not a regular file")
         if size > max_bytes:
-            raise InputError(p, f"file is {size} bytes; graphscope reads at most {max_bytes} "
-                             "(pass a larger max_bytes to load it)")
+            raise InputError(
+                p,
+                f"file is {size} bytes; graphscope reads at most {max_bytes} "
+                "(pass a larger max_bytes to load it)",
+            )
         raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError(p, "no such file") from None
@@ -87,8 +96,11 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(p, f"not a text file (byte {exc.start} is not UTF-8); expected a DOT "
-                         "file or a graphscope bundle") from None
+        raise InputError(
+            p,
+            f"not a text file (byte {exc.start} is not UTF-8); expected a DOT "
+            "file or a graphscope bundle",
+        ) from None
     head = text.lstrip()[:16]
     if head.startswith(("{", "[")):
         return _read_bundle(text, p)
@@ -100,15 +112,29 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
         return G
     if not head:
         raise InputError(p, "empty file")
-    raise InputError(p, f"not a cudaGraphDebugDotPrint DOT file or a graphscope bundle "
-                     f"(it starts with {head[:12]!r})")
+    raise InputError(
+        p,
+        f"not a cudaGraphDebugDotPrint DOT file or a graphscope bundle "
+        f"(it starts with {head[:12]!r})",
+    )
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """``"bundle"``, ``"dot"`` or ``"unknown"``, from the first bytes of the file."""
+    with open(path, "rb") as fh:
+        head = fh.read(64)
+    if head.startswith(_GZIP_MAGIC):
+        return "bundle"
+    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
+    if text.startswith(("{", "[")):
+        return "bundle"
+    return "dot" if text.startswith(_DOT_STARTS) else "unknown"
 
 
 def _check_acyclic(G: nx.DiGraph, path: Path) -> None:
     if not nx.is_directed_acyclic_graph(G):
         cycle = nx.find_cycle(G)
-        raise InputError(path, f"edges form a cycle through {cycle[0][0]}: a CUDA graph is "
-                         "acyclic")
+        raise InputError(path, f"edges form a cycle through {cycle[0][0]}: a CUDA graph is acyclic")
 
 
 def save(G: nx.DiGraph, path: str | os.PathLike[str]) -> Path:

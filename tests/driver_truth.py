@@ -24,8 +24,11 @@ _FULL = {
 }
 FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "none": {"KERNEL": ("name",), "MEMCPY": ("kind", "bytes"), "MEMSET": ("value",)},
-    "kernel-params": {"KERNEL": ("name", "grid", "block", "shared_mem"),
-                      "MEMCPY": ("kind", "bytes"), "MEMSET": ("value",)},
+    "kernel-params": {
+        "KERNEL": ("name", "grid", "block", "shared_mem"),
+        "MEMCPY": ("kind", "bytes"),
+        "MEMSET": ("value",),
+    },
     "verbose": _FULL,
     "all": _FULL,
 }
@@ -35,7 +38,7 @@ def flag_set(dump: Path) -> str:
     """The flag set a sample dump was printed with, from its file name."""
     stem = dump.stem
     if stem.startswith("flags-"):
-        return stem[len("flags-"):]
+        return stem[len("flags-") :]
     if stem == "torch-debug-dump":  # CUDAGraph.debug_dump prints verbose through the runtime
         return "verbose"
     raise ValueError(f"unknown dump {dump}")
@@ -50,15 +53,21 @@ def mismatches(G: nx.DiGraph, truth: dict[str, Any], flags: str) -> list[str]:
     problems: list[str] = []
     expected = {node_key(n["graph_id"], n["local_id"]): n for n in truth["nodes"]}
     if set(G) != set(expected):
-        problems.append(f"node keys differ: missing {sorted(set(expected) - set(G))[:5]}, "
-                        f"extra {sorted(set(G) - set(expected))[:5]}")
+        problems.append(
+            f"node keys differ: missing {sorted(set(expected) - set(G))[:5]}, "
+            f"extra {sorted(set(G) - set(expected))[:5]}"
+        )
     for key, want in expected.items():
         if key not in G:
             continue
         got = G.nodes[key]
         parent = node_key(*want["parent"]) if want["parent"] else None
-        for field, value in (("type", want["type"]), ("graph_id", want["graph_id"]),
-                             ("local_id", want["local_id"]), ("parent", parent)):
+        for field, value in (
+            ("type", want["type"]),
+            ("graph_id", want["graph_id"]),
+            ("local_id", want["local_id"]),
+            ("parent", parent),
+        ):
             if got.get(field) != value:
                 problems.append(f"{key}.{field}: read {got.get(field)!r}, driver {value!r}")
         for field in FIELDS[flags].get(want["type"], ()):
@@ -68,6 +77,8 @@ def mismatches(G: nx.DiGraph, truth: dict[str, Any], flags: str) -> list[str]:
                 problems.append(f"{key}.{field}: read {got[field]!r}, driver {want[field]!r}")
     want_edges = {(node_key(*e["from"]), node_key(*e["to"])) for e in truth["edges"]}
     if set(G.edges) != want_edges:
-        problems.append(f"edges differ: missing {sorted(want_edges - set(G.edges))[:5]}, "
-                        f"extra {sorted(set(G.edges) - want_edges)[:5]}")
+        problems.append(
+            f"edges differ: missing {sorted(want_edges - set(G.edges))[:5]}, "
+            f"extra {sorted(set(G.edges) - want_edges)[:5]}"
+        )
     return problems

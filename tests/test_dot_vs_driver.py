@@ -6,9 +6,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from driver_truth import FIELDS, flag_set, load_truth, mismatches
 
 import graphscope
-from driver_truth import FIELDS, flag_set, load_truth, mismatches
 from graphscope.model import NODE_TYPES
 
 DUMPS = sorted((Path(__file__).resolve().parent.parent / "samples" / "dot").glob("*/*.dot"))

@@ -1,0 +1,96 @@
+"""What ``graphscope inspect`` reports: counts, shape, kernels by name, and times if present."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name
+
+
+def _graph_shape(G: nx.DiGraph, members: list[str]) -> tuple[int, int]:
+    """(depth in nodes of the longest dependency chain, size of the widest level)."""
+    sub = G.subgraph(members)
+    levels = [len(level) for level in nx.topological_generations(sub)]
+    return len(levels), max(levels, default=0)
+
+
+def _median(data: dict[str, Any]) -> float | None:
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None
+
+
+def summarize(G: nx.DiGraph) -> dict[str, Any]:
+    """A summary of ``G`` as plain data (the ``--json`` output of ``inspect``)."""
+    members: dict[int, list[str]] = defaultdict(list)
+    for key, data in G.nodes(data=True):
+        members[int(data["graph_id"])].append(key)
+    graphs = []
+    for gid in sorted(members):
+        depth, width = _graph_shape(G, members[gid])
+        parent = G.nodes[members[gid][0]].get("parent")
+        graphs.append(
+            {
+                "graph_id": gid,
+                "parent": parent,
+                "nodes": len(members[gid]),
+                "depth": depth,
+                "widest_level": width,
+            }
+        )
+    kernels: dict[str, dict[str, Any]] = {}
+    configs: dict[str, Counter[tuple[Any, ...]]] = defaultdict(Counter)
+    for _, data in G.nodes(data=True):
+        if data.get("type") != "KERNEL":
+            continue
+        name = display_name(data)
+        entry = kernels.setdefault(name, {"short_name": name, "count": 0, "replay_us": None})
+        entry["count"] += 1
+        if "grid" in data:
+            config = (tuple(data["grid"]), tuple(data.get("block", ())), data.get("shared_mem"))
+            configs[name][config] += 1
+        median = _median(data)
+        if median is not None:
+            entry["replay_us"] = (entry["replay_us"] or 0.0) + median
+    for name, entry in kernels.items():
+        entry["launch_configs"] = [
+            {"grid": list(g), "block": list(b), "shared_mem": s, "count": n}
+            for (g, b, s), n in configs[name].most_common()
+        ]
+    ordered = sorted(
+        kernels.values(), key=lambda k: (-(k["replay_us"] or 0.0), -k["count"], k["short_name"])
+    )
+    roots = [g for g in graphs if g["parent"] is None]
+    timed = [m for m in (_median(d) for _, d in G.nodes(data=True)) if m is not None]
+    return {
+        "nodes": G.number_of_nodes(),
+        "edges": G.number_of_edges(),
+        "types": dict(Counter(d["type"] for _, d in G.nodes(data=True)).most_common()),
+        "graphs": graphs,
+        "depth": max((g["depth"] for g in roots), default=0),
+        "widest_level": max((g["widest_level"] for g in roots), default=0),
+        "kernels": ordered,
+        "timed_nodes": len(timed),
+        "replay_node_time_us": sum(timed) if timed else None,
+        "timing": G.graph.get("timing"),
+        "metadata": {
+            k: v
+            for k, v in G.graph.items()
+            if k
+            in (
+                "source",
+                "device",
+                "driver",
+                "cuda",
+                "torch",
+                "model",
+                "batch_size",
+                "graphscope_version",
+                "schema_version",
+            )
+        },
+    }

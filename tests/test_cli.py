@@ -1,0 +1,80 @@
+"""The graphscope command as a person and a script use it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from graphscope.cli import main
+
+DOT = Path(__file__).resolve().parent.parent / "samples" / "dot"
+
+
+def test_inspect_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(DOT / "explicit-all-types" / "flags-verbose.dot")]) == 0
+    out = capsys.readouterr().out
+    assert "nodes 33   edges 25   graphs 9" in out
+    assert "graph_6  in graph_5_node_2  2 nodes" in out
+    assert "graphscope_fill2d" in out and "4x16x1" in out and "16x4x1" in out
+
+
+def test_inspect_json_for_scripts(capsys: pytest.CaptureFixture[str]) -> None:
+    llama = DOT / "torch-llama-decode" / "flags-verbose.dot"
+    assert main(["inspect", "--json", str(llama)]) == 0
+    [summary] = json.loads(capsys.readouterr().out)
+    assert summary["file"] == str(llama)
+    assert summary["nodes"] == 211 and summary["types"] == {"KERNEL": 211}
+    assert summary["depth"] == 211 and summary["widest_level"] == 1
+    assert sum(k["count"] for k in summary["kernels"]) == 211
+    norm = [
+        k
+        for k in summary["kernels"]
+        if k["short_name"].startswith("rsqrt") or "rsqrt" in k["short_name"]
+    ]
+    assert norm and norm[0]["launch_configs"][0]["grid"] == [1, 1, 1]
+
+
+def test_bad_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.dot"
+    bad.write_text("digraph G { a -> b; }\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "graphscope.cli", "inspect", str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"graphscope: error: {bad}:1: ")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_inspect_goes_on_past_a_bad_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "cut.dot"
+    bad.write_text((DOT / "torch-ops" / "flags-verbose.dot").read_text()[:900])
+    good = DOT / "torch-ops" / "flags-none.dot"
+    assert main(["inspect", str(bad), str(good)]) == 2
+    captured = capsys.readouterr()
+    assert "truncated" in captured.err and str(good) in captured.out
+
+
+def test_convert_dot_to_bundle_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = DOT / "stream-capture-misc" / "flags-verbose.dot"
+    bundle, dot = tmp_path / "g.json.gz", tmp_path / "g.dot"
+    assert main(["convert", str(source), str(bundle)]) == 0
+    assert main(["convert", str(bundle), str(dot)]) == 0
+    assert "12 nodes, 12 edges" in capsys.readouterr().out
+    assert main(["inspect", "--json", str(dot)]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["types"]["MEM_ALLOC"] == 1
+
+
+def test_convert_refuses_unknown_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["convert", str(DOT / "torch-ops" / "flags-none.dot"), str(tmp_path / "g.png")]) == 2
+    )
+    assert "unknown output format" in capsys.readouterr().err
