@@ -46,14 +46,16 @@ def test_verbose_labels_keep_everything_they_carry(samples: Path) -> None:
     G = graphscope.load(samples / "dot" / "explicit-all-types" / "flags-verbose.dot")
     kernel = G.nodes["graph_1_node_2"]
     assert kernel["topo_id"] == 18
-    assert kernel["func_handle"] == 0x1C8CA4C0
+    scale, child_scale = G.nodes["graph_1_node_1"], G.nodes["graph_5_node_0"]
+    assert scale["func_handle"] == child_scale["func_handle"] != kernel["func_handle"]
+    assert len({scale["node_handle"], child_scale["node_handle"], kernel["node_handle"]}) == 3
     assert kernel["access_policy_window.hit_prop"] == "N"
     assert kernel["cooperative"] == 0 and kernel["priority"] == 0
     copy = G.nodes["graph_1_node_0"]
     assert copy["src.memory_type"] == "HOST (HOST PINNED)"
-    assert copy["dst.device"] == 0x7F0B27E00000
+    assert copy["dst.device"] == G.nodes["graph_1_node_5"]["src.device"]  # both on `dev`
     host = G.nodes["graph_1_node_8"]
-    assert host["fn"] == 0x7F0E2455B010 and host["user_data"] == 0
+    assert host["fn"] > 0 and host["user_data"] == 0
     assert G.nodes["graph_1_node_9"]["event"] == G.nodes["graph_1_node_10"]["event"]
     alloc = G.nodes["graph_1_node_13"]
     assert alloc["pool_props.location.type"] == "DEVICE"
