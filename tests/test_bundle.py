@@ -65,10 +65,25 @@ def test_sections_are_stored_apart_keyed_by_node(samples: Path) -> None:
     G = _with_sections(graphscope.load(samples / "dot" / "torch-ops" / "flags-verbose.dot"))
     doc = to_document(G)
     assert doc["format"] == "graphscope-bundle" and doc["schema_version"] == SCHEMA_VERSION
-    assert set(doc["timing"]["nodes"]) == set(G)
-    assert set(doc["attribution"]) == set(G)
-    assert "replay" not in doc["nodes"][0] and "attribution" not in doc["nodes"][0]
+    # One section row per node row, in node order.
+    assert len(doc["timing"]["nodes"]["rows"]) == len(doc["nodes"]["rows"]) == len(G)
+    assert all(row is not None for row in doc["attribution"]["nodes"]["rows"])
+    node_fields = {f for shape in doc["nodes"]["shapes"] for f in shape}
+    assert not node_fields & {"replay", "eager", "attribution"}
     assert doc["timing"]["summary"]["replay_us"] == 470.0
+    # Each mangled name is stored once, with its demangled and short forms.
+    kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    assert len(doc["kernel_names"]) == len({k["name"] for k in kernels})
+
+
+def test_section_values_that_are_not_objects_round_trip(samples: Path, tmp_path: Path) -> None:
+    G = graphscope.load(samples / "dot" / "torch-ops" / "flags-none.dot")
+    first, second = list(G)[:2]
+    G.nodes[first]["attribution"] = {"value": 3}
+    G.nodes[second]["attribution"] = "model.lm_head"
+    H = graphscope.load(graphscope.save(G, tmp_path / "g.json"))
+    assert H.nodes[first]["attribution"] == {"value": 3}
+    assert H.nodes[second]["attribution"] == "model.lm_head"
 
 
 def test_save_is_atomic_and_leaves_no_temporary_files(samples: Path, tmp_path: Path) -> None:
@@ -101,4 +116,4 @@ def test_gzip_output_is_deterministic(samples: Path, tmp_path: Path) -> None:
     a = graphscope.save(G, tmp_path / "a.json.gz").read_bytes()
     b = graphscope.save(G, tmp_path / "b.json.gz").read_bytes()
     assert a == b
-    assert json.loads(gzip.decompress(a))["nodes"][0]["key"] == "graph_14_node_0"
+    assert json.loads(gzip.decompress(a))["nodes"]["rows"][0][1] == "graph_14_node_0"

@@ -144,13 +144,18 @@ def test_newer_schema_says_which_graphscope_reads_it(tmp_path: Path) -> None:
 
 def test_bundle_field_errors_name_the_field(tmp_path: Path) -> None:
     doc = json.loads(_bundle())
-    doc["nodes"][3]["type"] = "FROB"
-    with pytest.raises(BundleFormatError, match=r"nodes\[3\]\.type"):
+    shape = doc["nodes"]["shapes"][0]
+    doc["nodes"]["rows"][3][2 + shape.index("type")] = "FROB"
+    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[3\]\.type"):
         graphscope.load(_write(tmp_path, "a.json", json.dumps(doc)))
     doc = json.loads(_bundle())
-    doc["edges"][0]["to"] = "graph_99_node_0"
+    doc["edges"][0][1] = "graph_99_node_0"
     with pytest.raises(BundleFormatError, match=r"edges\[0\]\.to"):
         graphscope.load(_write(tmp_path, "b.json", json.dumps(doc)))
+    doc = json.loads(_bundle())
+    doc["nodes"]["rows"][0].append(1)
+    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[0\]: not a \[shape, key"):
+        graphscope.load(_write(tmp_path, "c.json", json.dumps(doc)))
 
 
 def test_size_limits(tmp_path: Path) -> None:

@@ -1,0 +1,84 @@
+"""Large inputs for the benchmarks, built by repeating real captured structure.
+
+The unit is the real 211-kernel Llama decode graph in samples/dot (captured on an H200); copies
+are chained one after another with node ids renumbered, as a longer model's decode step
+would be.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import networkx as nx
+
+import graphscope
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "dot" / "torch-llama-decode"
+
+
+def big_verbose_dot(min_nodes: int) -> str:
+    """A verbose cudaGraphDebugDotPrint-style dump of at least ``min_nodes`` nodes."""
+    text = (SAMPLE / "flags-verbose.dot").read_text()
+    match = re.search(
+        r'subgraph cluster_(\d+) \{\nlabel="graph_\d+" graph\[style="dashed"\];\n', text
+    )
+    assert match, "unexpected sample layout"
+    gid = match.group(1)
+    body = text[match.end() : text.rindex("}", 0, text.rindex("}"))]
+    per = len(re.findall(rf'^"graph_{gid}_node_\d+"\[', body, re.MULTILINE))
+    node = re.compile(rf"graph_{gid}_node_(\d+)")
+    parts = []
+    copies = -(-min_nodes // per)
+    for k in range(copies):
+        off = k * per
+        parts.append(node.sub(lambda m, o=off: f"graph_{gid}_node_{int(m.group(1)) + o}", body))
+        if k:
+            parts.append(
+                f'"graph_{gid}_node_{off - 1}" -> "graph_{gid}_node_{off}" [headlabel=0];\n'
+            )
+    head = (
+        f'digraph dot {{\nsubgraph cluster_{gid} {{\nlabel="graph_{gid}" graph[style="dashed"];\n'
+    )
+    return head + "".join(parts) + "}\n}\n"
+
+
+def big_bundle_graph(min_nodes: int) -> nx.DiGraph:
+    """A graph of at least ``min_nodes`` nodes with every section a capture bundle holds.
+
+    Structure and node attributes are the real sample's; replay statistics, eager timings and
+    attribution are synthetic values of the shape the capture writes, to give the bundle a
+    real bundle's size.
+    """
+    unit = graphscope.load(SAMPLE / "flags-verbose.dot")
+    order = list(nx.topological_sort(unit))
+    per = len(order)
+    G = nx.DiGraph()
+    G.graph.update(unit.graph)
+    copies = -(-min_nodes // per)
+    previous = None
+    for k in range(copies):
+        for i, key in enumerate(order):
+            data = dict(unit.nodes[key])
+            lid = k * per + data["local_id"]
+            new = f"graph_{data['graph_id']}_node_{lid}"
+            data["local_id"] = lid
+            n = k * per + i
+            data["replay"] = {
+                "count": 200,
+                "min_us": 1.0 + n % 7,
+                "median_us": 1.5 + n % 7,
+                "p90_us": 2.0 + n % 7,
+                "max_us": 4.0 + n % 7,
+                "start_us": 2.1 * n,
+            }
+            data["eager"] = {"duration_us": 1.7 + n % 7, "launch_us": 5.5, "gap_us": 12.0}
+            data["attribution"] = {
+                "module": f"model.layers.{n % 32}.self_attn.o_proj",
+                "op": "aten::mm",
+            }
+            G.add_node(new, **data)
+            if previous is not None:
+                G.add_edge(previous, new, headlabel=0)
+            previous = new
+    return G
