@@ -14,8 +14,7 @@ a 100,000-node bundle within the 2 s load and save targets (benchmarks/bench_bun
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 
@@ -35,100 +34,93 @@ GRAPH_SECTIONS = {
 }
 #: In a node shape, this field holds an index into ``kernel_names`` instead of a name.
 NAME_REF = "@name"
+#: The field that holds a node's key in the node table.
+KEY = "@key"
 _NAME_FIELDS = ("name", "demangled", "short_name")
 
 
-def _encode_records(items: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    shapes: dict[tuple[str, ...], int] = {}
-    rows = []
-    for key, record in items:
-        fields = tuple(record)
-        index = shapes.get(fields)
-        if index is None:
-            index = shapes[fields] = len(shapes)
-        rows.append([index, key, *record.values()])
-    return {"shapes": [list(s) for s in shapes], "rows": rows}
+_SCALARS = (str, int, float, bool, type(None))
 
 
-def _decode_records(table: Any, path: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+def _encode_table(records: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Records as a table: ``rows[i]`` is ``[shape, value, ...]`` or null for no record.
+
+    ``shapes[shape]`` is ``{"fields": [...], "constants": {...}}``: the names of the row's
+    values, and the fields whose (scalar) value is the same in every record of that shape,
+    stored once. Only scalars are shared, so no two nodes end up holding one mutable object.
+    """
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for record in records:
+        if record is not None:
+            groups.setdefault(tuple(record), []).append(record)
+    shapes: list[dict[str, Any]] = []
+    index_of: dict[tuple[str, ...], tuple[int, list[str]]] = {}
+    for index, (fields, members) in enumerate(groups.items()):
+        constants: dict[str, Any] = {}
+        if len(members) > 1:
+            for field in fields:
+                first = members[0][field]
+                kind = type(first)
+                if kind in _SCALARS and all(
+                    type(m[field]) is kind and m[field] == first for m in members
+                ):
+                    constants[field] = first
+        varying = [f for f in fields if f not in constants]
+        shapes.append({"fields": varying, "constants": constants})
+        index_of[fields] = (index, varying)
+    rows: list[list[Any] | None] = []
+    for record in records:
+        if record is None:
+            rows.append(None)
+            continue
+        index, varying = index_of[tuple(record)]
+        rows.append([index, *[record[f] for f in varying]])
+    return {"shapes": shapes, "rows": rows}
+
+
+def _decode_table(
+    table: Any, path: Any, where: str, count: int | None = None
+) -> list[dict[str, Any] | None]:
+    """The records of a table written by ``_encode_table``; null rows only when ``count``."""
     if not isinstance(table, dict):
         raise _fail(path, where, "not an object")
     shapes, rows = table.get("shapes"), table.get("rows")
     if not isinstance(shapes, list) or not isinstance(rows, list):
         raise _fail(path, where, "needs a list of shapes and a list of rows")
-    for i, shape in enumerate(shapes):
-        if not isinstance(shape, list) or not all(isinstance(f, str) for f in shape):
-            raise _fail(path, f"{where}.shapes[{i}]", "not a list of field names")
-    try:
-        # The fast path: one comprehension, checked as a whole afterwards.
-        records = [(row[1], dict(zip(shapes[row[0]], row[2:], strict=True))) for row in rows]
-        valid = all(type(row[0]) is int and row[0] >= 0 for row in rows) and all(
-            type(key) is str for key, _ in records
-        )
-    except (TypeError, IndexError, KeyError, ValueError):
-        valid = False
-    if valid:
-        return records
-    for i, row in enumerate(rows):  # find the first bad row, to name it
-        if (
-            not isinstance(row, list)
-            or len(row) < 2
-            or type(row[0]) is not int
-            or not 0 <= row[0] < len(shapes)
-            or len(row) != len(shapes[row[0]]) + 2
-            or not isinstance(row[1], str)
-        ):
-            raise _fail(path, f"{where}.rows[{i}]", "not a [shape, key, values...] row")
-    raise AssertionError("unreachable: a row failed the fast path but passes every check")
-
-
-def _encode_aligned(values: list[Any], wrapped: bool) -> dict[str, Any]:
-    """Section values as rows in node order: ``[shape, value, ...]``, or null for none."""
-    shapes: dict[tuple[str, ...], int] = {}
-    rows: list[list[Any] | None] = []
-    for value in values:
-        if value is None:
-            rows.append(None)
-            continue
-        record = {"value": value} if wrapped else value
-        fields = tuple(record)
-        index = shapes.get(fields)
-        if index is None:
-            index = shapes[fields] = len(shapes)
-        rows.append([index, *record.values()])
-    return {"shapes": [list(f) for f in shapes], "rows": rows, "wrapped": wrapped}
-
-
-def _decode_aligned(table: Any, count: int, path: Any, where: str) -> list[Any]:
-    if not isinstance(table, dict):
-        raise _fail(path, where, "not an object")
-    shapes, rows = table.get("shapes"), table.get("rows")
-    if not isinstance(shapes, list) or not all(
-        isinstance(s, list) and all(isinstance(f, str) for f in s) for s in shapes
-    ):
-        raise _fail(path, f"{where}.shapes", "not a list of lists of field names")
-    if not isinstance(rows, list) or len(rows) != count:
+    if count is not None and len(rows) != count:
         raise _fail(path, f"{where}.rows", f"needs one row per node ({count})")
-    try:
-        values = [
-            None if row is None else dict(zip(shapes[row[0]], row[1:], strict=True)) for row in rows
-        ]
-        valid = all(row is None or (type(row[0]) is int and row[0] >= 0) for row in rows)
-    except (TypeError, IndexError, KeyError, ValueError):
-        valid = False
-    if not valid:
-        for i, row in enumerate(rows):
-            if row is not None and (
-                not isinstance(row, list)
-                or not row
-                or type(row[0]) is not int
-                or not 0 <= row[0] < len(shapes)
-                or len(row) != len(shapes[row[0]]) + 1
-            ):
-                raise _fail(path, f"{where}.rows[{i}]", "not null or a [shape, values...] row")
-    if table.get("wrapped"):
-        return [None if v is None else v.get("value") for v in values]
-    return values
+    fields: list[list[str]] = []
+    constants: list[dict[str, Any]] = []
+    for i, shape in enumerate(shapes):
+        if (
+            not isinstance(shape, dict)
+            or not isinstance(shape.get("fields"), list)
+            or not all(isinstance(f, str) for f in shape["fields"])
+            or not isinstance(shape.get("constants"), dict)
+            or not all(isinstance(v, _SCALARS) for v in shape["constants"].values())
+        ):
+            raise _fail(path, f"{where}.shapes[{i}]", "not {fields: [...], constants: {...}}")
+        fields.append(shape["fields"])
+        constants.append(shape["constants"])
+    widths = [len(f) + 1 for f in fields]
+    records: list[dict[str, Any] | None] = []
+    append = records.append
+    for i, row in enumerate(rows):
+        if row is None and count is not None:
+            append(None)
+            continue
+        if (
+            type(row) is not list
+            or not row
+            or type(row[0]) is not int
+            or not 0 <= row[0] < len(fields)
+            or len(row) != widths[row[0]]
+        ):
+            raise _fail(path, f"{where}.rows[{i}]", "not a [shape, values...] row")
+        record = constants[row[0]].copy()
+        record.update(zip(fields[row[0]], row[1:]))
+        append(record)
+    return records
 
 
 def to_document(G: nx.DiGraph) -> dict[str, Any]:
@@ -137,23 +129,21 @@ def to_document(G: nx.DiGraph) -> dict[str, Any]:
     name_list: list[dict[str, Any]] = []
     # Per-node section values in node order, None where a node has none.
     sections: dict[str, list[Any]] = {attr: [] for attr in NODE_SECTIONS}
-
-    def nodes() -> Iterator[tuple[str, dict[str, Any]]]:
-        for key, data in G.nodes(data=True):
-            record = dict(data)
-            for attr, values in sections.items():
-                values.append(record.pop(attr, None))
-            if isinstance(record.get("name"), str):
-                ident = tuple(record.get(f) for f in _NAME_FIELDS)
-                ref = names.get(ident)
-                if ref is None:
-                    ref = names[ident] = len(name_list)
-                    name_list.append({f: record[f] for f in _NAME_FIELDS if f in record})
-                for f in _NAME_FIELDS:
-                    record.pop(f, None)
-                record[NAME_REF] = ref
-            yield key, record
-
+    records: list[dict[str, Any] | None] = []
+    for key, data in G.nodes(data=True):
+        record = {KEY: key, **data}
+        for attr, values in sections.items():
+            values.append(record.pop(attr, None))
+        if isinstance(record.get("name"), str):
+            ident = tuple(record.get(f) for f in _NAME_FIELDS)
+            ref = names.get(ident)
+            if ref is None:
+                ref = names[ident] = len(name_list)
+                name_list.append({f: record[f] for f in _NAME_FIELDS if f in record})
+            for f in _NAME_FIELDS:
+                record.pop(f, None)
+            record[NAME_REF] = ref
+        records.append(record)
     doc: dict[str, Any] = {
         "format": FORMAT_NAME,
         "schema_version": SCHEMA_VERSION,
@@ -162,7 +152,7 @@ def to_document(G: nx.DiGraph) -> dict[str, Any]:
             **{k: v for k, v in G.graph.items() if k not in GRAPH_SECTIONS},
             "schema_version": SCHEMA_VERSION,
         },
-        "nodes": _encode_records(nodes()),
+        "nodes": _encode_table(records),
         "kernel_names": name_list,
         "edges": [[a, b, d] if d else [a, b] for a, b, d in G.edges(data=True)],
     }
@@ -171,7 +161,9 @@ def to_document(G: nx.DiGraph) -> dict[str, Any]:
         if any(v is not None for v in values):
             # Values that are not objects are stored wrapped as {"value": v}, and said so.
             wrapped = any(not isinstance(v, dict) for v in values if v is not None)
-            doc.setdefault(section, {})["nodes"] = _encode_aligned(values, wrapped)
+            if wrapped:
+                values = [None if v is None else {"value": v} for v in values]
+            doc.setdefault(section, {})["nodes"] = {**_encode_table(values), "wrapped": wrapped}
     for attr, (section, entry) in GRAPH_SECTIONS.items():
         if attr in G.graph:
             doc.setdefault(section, {})[entry] = G.graph[attr]
@@ -215,33 +207,75 @@ def _check_version(doc: dict[str, Any], path: Any) -> None:
         raise BundleFormatError(path, f"schema_version {version} is not a valid version")
 
 
+_TYPES = frozenset(NODE_TYPES)
+
+
 def _node_entries(doc: dict[str, Any], path: Any) -> dict[str, dict[str, Any]]:
     names = doc.get("kernel_names")
     if not isinstance(names, list) or not all(
         isinstance(v, dict) and isinstance(v.get("name"), str) for v in names
     ):
         raise _fail(path, "kernel_names", 'not a list of {"name": ...} objects')
-    nodes: dict[str, dict[str, Any]] = {}
-    for i, (key, entry) in enumerate(_decode_records(doc.get("nodes"), path, "nodes")):
-        where = f"nodes.rows[{i}]"
+    # Without a count, the table has no null rows.
+    records = cast("list[dict[str, Any]]", _decode_table(doc.get("nodes"), path, "nodes"))
+    try:
+        nodes: dict[str, dict[str, Any]] = {record.pop(KEY): record for record in records}
+    except KeyError:
+        raise _fail(path, "nodes", f"a node shape has no {KEY!r} field") from None
+    except TypeError:  # an unhashable key
+        raise _fail(path, "nodes", "a node key is not a string") from None
+    pairs = list(nodes.items())
+    # Checks over all nodes at once; the slow per-node pass below only runs to name a culprit.
+    try:
+        valid = (
+            len(nodes) == len(records)
+            and all(type(k) is str for k in nodes)
+            and {e.get("type") for e in nodes.values()} <= _TYPES
+            and all(
+                type(e.get("graph_id")) is int and type(e.get("local_id")) is int
+                for e in nodes.values()
+            )
+            and all(type(e.get(NAME_REF, 0)) is int for e in nodes.values())
+            and all(0 <= e.get(NAME_REF, 0) < max(len(names), 1) for e in nodes.values())
+            and all(e.get("parent") is None or e["parent"] in nodes for e in nodes.values())
+        )
+    except TypeError:  # an unhashable type or parent
+        valid = False
+    if not valid:
+        _fail_on_nodes(pairs, len(records), names, path)
+    for entry in nodes.values():
         if NAME_REF in entry:
-            ref = entry.pop(NAME_REF)
-            if type(ref) is not int or not 0 <= ref < len(names):
-                raise _fail(path, where, f"kernel name index {ref!r} is out of range")
-            entry.update(names[ref])
-        if key in nodes:
+            entry.update(names[entry.pop(NAME_REF)])
+    return nodes
+
+
+def _fail_on_nodes(
+    pairs: list[tuple[str, dict[str, Any]]], rows: int, names: list[Any], path: Any
+) -> None:
+    if len(pairs) != rows:
+        raise _fail(path, "nodes", f"{rows - len(pairs)} node keys are used twice")
+    keys = {key for key, _ in pairs}
+    seen: set[str] = set()
+    for i, (key, entry) in enumerate(pairs):
+        if not isinstance(key, str):
+            raise _fail(path, f"nodes.rows[{i}]", "the node key is not a string")
+        where = f"nodes.rows[{i}]"
+        ref = entry.get(NAME_REF, 0)
+        if type(ref) is not int or (NAME_REF in entry and not 0 <= ref < len(names)):
+            raise _fail(path, where, f"kernel name index {ref!r} is out of range")
+        if key in seen:
             raise _fail(path, where, f"duplicate node key {key!r}")
-        if entry.get("type") not in NODE_TYPES:
-            shown = json.dumps(entry.get("type"))[:40]
+        seen.add(key)
+        kind = entry.get("type")
+        if not isinstance(kind, str) or kind not in _TYPES:
+            shown = json.dumps(kind)[:40]
             raise _fail(path, f"{where}.type", f"{shown} is not a CUDA graph node type")
         if type(entry.get("graph_id")) is not int or type(entry.get("local_id")) is not int:
             raise _fail(path, where, "graph_id and local_id must be integers")
-        nodes[key] = entry
-    for key, entry in nodes.items():
         parent = entry.get("parent")
-        if parent is not None and parent not in nodes:
-            raise _fail(path, f"node {key}", f"parent {json.dumps(parent)[:60]} is not a node")
-    return nodes
+        if parent is not None and (not isinstance(parent, str) or parent not in keys):
+            raise _fail(path, where, f"parent {json.dumps(parent)[:60]} is not a node")
+    raise AssertionError("unreachable: a node failed the bulk checks but passes each one")
 
 
 def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
@@ -269,7 +303,10 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
             raise _fail(path, section, "not an object")
         if "nodes" not in body:
             continue
-        values = _decode_aligned(body["nodes"], len(keys), path, f"{section}.nodes")
+        table = body["nodes"]
+        values: list[Any] = _decode_table(table, path, f"{section}.nodes", count=len(keys))
+        if isinstance(table, dict) and table.get("wrapped"):
+            values = [None if v is None else v.get("value") for v in values]
         for key, value in zip(keys, values, strict=True):
             if value is not None:
                 nodes[key][attr] = value
@@ -290,13 +327,17 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         _fail_on_edges(edges, nodes, path)
     G = nx.DiGraph()
     G.graph.update(doc["metadata"])
-    # add_nodes_from copies every attribute dict; these are fresh, so they are handed to
-    # networkx's node store as they are (0.3 s of the 2 s budget for 100,000 nodes).
+    # add_nodes_from and add_edges_from copy every attribute dict and check every item; these
+    # are fresh and checked above, so they go into networkx's stores as they are (0.5 s of
+    # the 2 s budget for 100,000 nodes; the round-trip tests guard the layout).
     G._node.update(nodes)
-    for key in nodes:
-        G._succ[key] = {}
-        G._pred[key] = {}
-    G.add_edges_from(tuple(e) for e in edges)
+    succ, pred = G._succ, G._pred
+    succ.update({key: {} for key in nodes})
+    pred.update({key: {} for key in nodes})
+    for edge in edges:
+        data = edge[2] if len(edge) == 3 else {}
+        succ[edge[0]][edge[1]] = data
+        pred[edge[1]][edge[0]] = data
     for attr, (section, entry_name) in GRAPH_SECTIONS.items():
         body = doc.get(section)
         if isinstance(body, dict) and entry_name in body:

@@ -145,8 +145,9 @@ def test_newer_schema_says_which_graphscope_reads_it(tmp_path: Path) -> None:
 def test_bundle_field_errors_name_the_field(tmp_path: Path) -> None:
     doc = json.loads(_bundle())
     shape = doc["nodes"]["shapes"][0]
-    doc["nodes"]["rows"][3][2 + shape.index("type")] = "FROB"
-    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[3\]\.type"):
+    assert shape["constants"]["type"] == "KERNEL"  # one shape: every node is a kernel
+    shape["constants"]["type"] = "FROB"
+    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[0\]\.type"):
         graphscope.load(_write(tmp_path, "a.json", json.dumps(doc)))
     doc = json.loads(_bundle())
     doc["edges"][0][1] = "graph_99_node_0"
@@ -154,7 +155,7 @@ def test_bundle_field_errors_name_the_field(tmp_path: Path) -> None:
         graphscope.load(_write(tmp_path, "b.json", json.dumps(doc)))
     doc = json.loads(_bundle())
     doc["nodes"]["rows"][0].append(1)
-    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[0\]: not a \[shape, key"):
+    with pytest.raises(BundleFormatError, match=r"nodes\.rows\[0\]: not a \[shape, values"):
         graphscope.load(_write(tmp_path, "c.json", json.dumps(doc)))
 
 
