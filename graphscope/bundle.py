@@ -118,7 +118,7 @@ def _decode_table(
         ):
             raise _fail(path, f"{where}.rows[{i}]", "not a [shape, values...] row")
         record = constants[row[0]].copy()
-        record.update(zip(fields[row[0]], row[1:]))
+        record.update(zip(fields[row[0]], row[1:], strict=True))
         append(record)
     return records
 
