@@ -47,6 +47,8 @@ _FLOAT = re.compile(r"-?\d+\.\d*\Z")
 _MEMORY_LETTER = {"HOST": "H", "DEVICE": "D", "ARRAY": "A", "UNIFIED": "U"}
 
 Record = list["Record | str"]
+# Driver labels nest five deep at most; the bound keeps the recursive readers below safe.
+_MAX_RECORD_DEPTH = 32
 
 
 @lru_cache(maxsize=16384)
@@ -98,6 +100,10 @@ def parse_record(label: str, path: Any = None, line: int | None = None) -> Recor
 
     for escaped, punct, plain in _RECORD_TOKEN.findall(label):
         if punct == "{":
+            if len(stack) > _MAX_RECORD_DEPTH:
+                raise DotFormatError(
+                    path, f"record label nested deeper than {_MAX_RECORD_DEPTH} levels", line
+                )
             group: Record = []
             stack[-1][0].append(group)
             stack[-1][2][0] = True
@@ -253,11 +259,13 @@ def _record_fields(
 
 # Record labels of one node type differ only in their numbers (ids, handles, sizes), so each
 # shape is parsed once: the label with its numbers numbered becomes a template of format
-# strings that later labels of the same shape fill in. This halves the time to read a large
-# verbose dump (benchmarks/bench_dot.py).
+# strings that later labels of the same shape fill in. A verbose dump of thousands of kernels
+# has a few dozen shapes (benchmarks/bench_dot.py). Only short labels without the
+# placeholder characters are cached, which bounds the cache's memory on hostile input.
 _NUMBER = re.compile(r"\b(?:0x[0-9A-Fa-f]+|\d+(?:\.\d+)?)\b")
 _PLACEHOLDER = re.compile("\x01(\\d+)\x02")
 _TEMPLATES: dict[str, tuple[str, list[tuple[str, str]], list[str]]] = {}
+_CACHED_LABEL_CHARS = 4096
 
 
 def _as_format(text: str) -> str:
@@ -267,6 +275,8 @@ def _as_format(text: str) -> str:
 def _cached_record_fields(
     label: str, path: Any, line: int
 ) -> tuple[str, list[tuple[str, str]], list[str]]:
+    if len(label) > _CACHED_LABEL_CHARS or any(c in label for c in "\x00\x01\x02"):
+        return _record_fields(label, path, line)
     shape = _NUMBER.sub("\x00", label)
     template = _TEMPLATES.get(shape)
     if template is None:
@@ -278,7 +288,7 @@ def _cached_record_fields(
             [(_as_format(k), _as_format(v)) for k, v in pairs],
             [_as_format(x) for x in extra],
         )
-        if len(_TEMPLATES) > 4096:  # bound the cache on adversarial input
+        if len(_TEMPLATES) > 1024:
             _TEMPLATES.clear()
         _TEMPLATES[shape] = template
     numbers = _NUMBER.findall(label)

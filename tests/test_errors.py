@@ -85,6 +85,15 @@ def _bundle(**changes: object) -> str:
             DotFormatError,
             "unknown node type",
         ),
+        (
+            "deep.dot",
+            'digraph dot {\n"graph_1_node_0"[shape="record" label="{KERNEL | '
+            + "{" * 5000
+            + "}" * 5000
+            + '}"];\n}\n',
+            DotFormatError,
+            "nested deeper",
+        ),
         ("empty.dot", "", InputError, "empty"),
         ("binary.dot", b"\x00\xff\xfe garbage", InputError, "not a text file"),
         ("notes.txt", "hello world\n", InputError, "not a cudaGraphDebugDotPrint DOT file"),
