@@ -757,8 +757,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
-    scenarios: dict[str, Callable[[], tuple[Any, dict[int, list[Any]], Any, list[str]]]] = {}
-
     def explicit() -> Any:
         graph, b = build_explicit(kernels, torch)
         return graph, b.bodies, None, b.errors, b
@@ -774,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return make
 
-    scenarios = {
+    scenarios: dict[str, Callable[[], Any]] = {
         "explicit-all-types": explicit,
         "stream-capture-misc": capture,
         "torch-ops": torch_graph(build_torch_ops),

@@ -185,10 +185,6 @@ class _Lexer:
         return False
 
 
-def _is_keyword(token: str) -> bool:
-    return token in _KEYWORDS
-
-
 def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
     """Parse DOT text; raise DotFormatError naming the line of the first problem."""
     toks = _Lexer(text, path)
@@ -233,13 +229,13 @@ def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
         start = toks.at_statement()
         if start is not None:
             m = _FAST_NODE.match(text, start)
-            if m and not _is_keyword(m.group(1)):
+            if m and m.group(1) not in _KEYWORDS:
                 attrs = {_unquote(k): _unquote(v) for k, v in _ATTR_PAIR.findall(m.group(2))}
                 add_node(_unquote(m.group(1)), attrs, toks.line_of(start))
                 toks.pos = m.end()
                 continue
             m = _FAST_EDGE.match(text, start) if doc.directed else None
-            if m and not _is_keyword(m.group(1)) and not _is_keyword(m.group(2)):
+            if m and m.group(1) not in _KEYWORDS and m.group(2) not in _KEYWORDS:
                 attrs = {_unquote(k): _unquote(v) for k, v in _ATTR_PAIR.findall(m.group(3) or "")}
                 doc.edges.append(
                     Edge(_unquote(m.group(1)), _unquote(m.group(2)), attrs, toks.line_of(start))

@@ -126,25 +126,33 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
             "file or a graphscope bundle",
         ) from None
     del raw  # the text is what is read from here on
-    head = text.lstrip()[:16]
-    if head.startswith(("{", "[")):
+    kind = _kind(text[:4096])
+    if kind == "bundle":
         doc = _parse_json(text, p)
         del text  # a large bundle's text would otherwise stay alive while its graph is built
         return _bundle_graph(doc, p)
     if gzipped:
         raise InputError(p, "gzip file does not hold a JSON bundle")
-    if head.startswith(_DOT_STARTS):
+    if kind == "dot":
         with _bulk():
             G = read_dot(p, text)
         _check_acyclic(G, p)
         return G
-    if not head:
+    if not text.strip():
         raise InputError(p, "empty file")
     raise InputError(
         p,
         f"not a cudaGraphDebugDotPrint DOT file or a graphscope bundle "
-        f"(it starts with {head[:12]!r})",
+        f"(it starts with {text.lstrip()[:12]!r})",
     )
+
+
+def _kind(head: str) -> str:
+    """What the first characters of a (decompressed) file say it is."""
+    head = head.lstrip("\ufeff \t\r\n")
+    if head.startswith(("{", "[")):
+        return "bundle"
+    return "dot" if head.startswith(_DOT_STARTS) else "unknown"
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
@@ -153,10 +161,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         head = fh.read(64)
     if head.startswith(_GZIP_MAGIC):
         return "bundle"
-    text = head.decode("utf-8", errors="replace").lstrip("\ufeff \t\r\n")
-    if text.startswith(("{", "[")):
-        return "bundle"
-    return "dot" if text.startswith(_DOT_STARTS) else "unknown"
+    return _kind(head.decode("utf-8", errors="replace"))
 
 
 def _check_acyclic(G: nx.DiGraph, path: Path) -> None:

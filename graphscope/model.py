@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import networkx as nx
-
 #: Bundle schema version this graphscope writes and the newest it reads.
 SCHEMA_VERSION = 1
 
@@ -45,16 +43,6 @@ def parse_key(key: str) -> tuple[int, int] | None:
     """``(graph_id, local_id)`` of a node key, or None if ``key`` is not one."""
     match = _KEY.match(key)
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def graph_ids(G: nx.DiGraph) -> list[int]:
-    """Ids of the graphs (root, child and conditional bodies) that ``G``'s nodes live in."""
-    return sorted({int(d["graph_id"]) for _, d in G.nodes(data=True)})
-
-
-def root_graph_ids(G: nx.DiGraph) -> list[int]:
-    """Ids of the graphs whose nodes have no parent."""
-    return sorted({int(d["graph_id"]) for _, d in G.nodes(data=True) if d.get("parent") is None})
 
 
 def display_name(data: dict[str, Any]) -> str:
