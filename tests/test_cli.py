@@ -78,3 +78,23 @@ def test_convert_refuses_unknown_output(tmp_path: Path, capsys: pytest.CaptureFi
         main(["convert", str(DOT / "torch-ops" / "flags-none.dot"), str(tmp_path / "g.png")]) == 2
     )
     assert "unknown output format" in capsys.readouterr().err
+
+
+def test_inspect_shows_times_from_a_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import graphscope
+
+    G = graphscope.load(DOT / "torch-ops" / "flags-verbose.dot")
+    slow = "graph_14_node_2"  # the cuBLAS GEMM
+    for i, key in enumerate(G):
+        G.nodes[key]["replay"] = {"count": 10, "median_us": 50.0 if key == slow else 1.0 + i}
+    G.graph["timing"] = {"eager_step_us": 4800.0, "replay_us": 470.0}
+    bundle = graphscope.save(G, tmp_path / "timed.json.gz")
+    assert main(["inspect", str(bundle)]) == 0
+    out = capsys.readouterr().out
+    assert "(graphscope bundle)" in out
+    assert "replay: 7 nodes timed" in out
+    assert "eager step: 4.80 ms" in out and "graph replay: 470.0 us" in out
+    kernel_lines = [line for line in out.splitlines() if line.strip().startswith("1 ")]
+    assert "nvjet" in kernel_lines[0] and "50.0 us" in kernel_lines[0]  # slowest first
