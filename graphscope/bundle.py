@@ -197,11 +197,12 @@ def _check_version(doc: dict[str, Any], path: Any) -> None:
     if version > SCHEMA_VERSION:
         writer = doc.get("writer")
         by = writer.get("graphscope") if isinstance(writer, dict) else None
+        reader = f"graphscope {by} or newer" if by else "a newer graphscope"
         raise BundleFormatError(
             path,
-            f"bundle schema version {version} (written by graphscope {by or 'newer'}); "
-            f"graphscope {__version__} reads schema versions up to {SCHEMA_VERSION}: "
-            "upgrade with pip install -U graphscope",
+            f"bundle schema version {version}, written by graphscope {by or '(unknown)'}: read "
+            f"it with {reader} (pip install -U graphscope); graphscope {__version__} reads "
+            f"schema versions up to {SCHEMA_VERSION}",
         )
     if version < 1:
         raise BundleFormatError(path, f"schema_version {version} is not a valid version")
