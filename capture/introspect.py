@@ -166,3 +166,70 @@ def describe_graph(graph: Any, bodies: dict[int, list[Any]] | None = None) -> di
         for a, b, data in graph_edges(current):
             edges.append({"from": list(node_ids(a)), "to": list(node_ids(b)), **data})
     return {"graphs": graphs, "nodes": nodes, "edges": edges}
+
+
+_FUNC_ATTRIBUTES = {
+    "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
+    "static_shared_mem": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
+    "max_threads_per_block": "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
+    "local_mem": "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
+}
+
+
+def function_attributes(params: Any) -> dict[str, int]:
+    """Registers per thread, static shared memory and the like, of a kernel node's function."""
+    drv = driver()
+    out = {}
+    func = _ptr(params.func)
+    device = None if func else check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+    for name, attr in _FUNC_ATTRIBUTES.items():
+        which = getattr(drv.CUfunction_attribute, attr)
+        if func:
+            err, value = drv.cuFuncGetAttribute(which, params.func)
+        else:
+            err, value = drv.cuKernelGetAttribute(which, params.kern, device)
+        if int(err) == 0:
+            out[name] = int(value)
+    return out
+
+
+def kernel_arguments(params: Any) -> list[dict[str, Any]]:
+    """Each argument's offset, size and raw bytes (hex), read through ``kernelParams``.
+
+    The layout comes from ``cuFuncGetParamInfo`` (``cuKernelGetParamInfo`` when the node holds a
+    library kernel rather than a function); ``kernelParams`` is the address of the ``void*``
+    array the driver keeps for the node (DESIGN.md).
+    """
+    import ctypes
+
+    drv = driver()
+    func = _ptr(params.func)
+    layout = []
+    while True:
+        if func:
+            err, offset, size = drv.cuFuncGetParamInfo(params.func, len(layout))
+        else:
+            err, offset, size = drv.cuKernelGetParamInfo(params.kern, len(layout))
+        if int(err) != 0:
+            break
+        layout.append((int(offset), int(size)))
+    base = _ptr(params.kernelParams)
+    if not layout or not base:
+        return [{"offset": o, "size": s} for o, s in layout]
+    slots = (ctypes.c_void_p * len(layout)).from_address(base)
+    return [
+        {"offset": o, "size": s, "value": ctypes.string_at(slots[i], s).hex()}
+        for i, (o, s) in enumerate(layout)
+        if slots[i]
+    ]
+
+
+def kernel_details(node: Any) -> dict[str, Any]:
+    """Function attributes and arguments of one kernel node."""
+    p = check(driver().cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
+    return {**function_attributes(p), "args": kernel_arguments(p)}
+
+
+def root_nodes(graph: Any) -> list[tuple[int, Any]]:
+    """(local_id, node) for the nodes of ``graph`` itself."""
+    return [(node_ids(n)[1], n) for n in graph_nodes(graph)]

@@ -104,6 +104,23 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from .capture import session  # needs torch, cuda-python and cupti-python
+
+    command = "graphscope " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
+    for batch in args.batch_sizes:
+        session.capture_to_bundle(
+            args.model,
+            batch,
+            args.out,
+            replays=args.replays,
+            warmup=args.warmup,
+            progress=lambda msg: print(msg, flush=True),
+            command=command,
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphscope",
@@ -134,6 +151,34 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("input", metavar="IN")
     convert.add_argument("output", metavar="OUT")
     convert.set_defaults(run=cmd_convert)
+    capture = sub.add_parser(
+        "capture",
+        help="capture a model's decode step on the GPU and write bundles",
+        description="Capture a decode step into a CUDA graph per batch size, read every node "
+        "through the driver, time every node in replay with CUPTI, and write "
+        "<model>-b<batch>.json.gz with the verbose DOT dump beside it. Needs a CUDA GPU and "
+        "pip install 'graphscope[capture]'.",
+    )
+    capture.add_argument(
+        "--model", required=True, help="tiny-gpt, tiny-llama, or package.module:factory"
+    )
+    capture.add_argument(
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=[1, 2, 4, 8],
+        metavar="N",
+        help="one graph per batch size (default 1 2 4 8)",
+    )
+    capture.add_argument("--out", required=True, help="folder for the bundles")
+    capture.add_argument(
+        "--replays",
+        type=int,
+        default=200,
+        help="timed replays, with and without tracing (default 200)",
+    )
+    capture.add_argument("--warmup", type=int, default=3, help="eager warm-up steps (default 3)")
+    capture.set_defaults(run=cmd_capture)
     return parser
 
 

@@ -211,27 +211,31 @@ def _memory_letter(text: str) -> str:
     return _MEMORY_LETTER.get(word, "?")
 
 
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
 def _derive(attrs: dict[str, Any]) -> None:
-    """Contract fields (kind, bytes, ...) from the raw record fields."""
+    """Contract fields (kind, bytes, ...) from the raw record fields, where they are numbers."""
     kind = attrs["type"]
     if kind == "MEMCPY":
         if "kind" in attrs and isinstance(attrs["kind"], str):
-            attrs["kind"] = attrs["kind"].split()[0]
+            attrs["kind"] = attrs["kind"].split()[0] if attrs["kind"].split() else ""
         elif "src.memory_type" in attrs and "dst.memory_type" in attrs:
             src = _memory_letter(str(attrs["src.memory_type"]))
             dst = _memory_letter(str(attrs["dst.memory_type"]))
             attrs["kind"] = f"{src}to{dst}"
-        dims = [attrs.get(f"extent.{k}") for k in ("width_in_bytes", "height", "depth")]
-        if dims[0] is None:
-            dims = [attrs.get(f"extent.{k}") for k in ("width", "height", "depth")]
-        if "bytes" not in attrs and isinstance(dims[0], int):
-            attrs["bytes"] = dims[0] * max(int(dims[1] or 1), 1) * max(int(dims[2] or 1), 1)
-    elif kind == "MEM_ALLOC" and "bytesize" in attrs:
+        width = _int(attrs.get("extent.width_in_bytes", attrs.get("extent.width")))
+        height, depth = _int(attrs.get("extent.height")), _int(attrs.get("extent.depth"))
+        if "bytes" not in attrs and width is not None:
+            attrs["bytes"] = width * max(height or 1, 1) * max(depth or 1, 1)
+    elif kind == "MEM_ALLOC" and _int(attrs.get("bytesize")) is not None:
         attrs["bytes"] = attrs["bytesize"]
-    elif kind == "MEMSET" and "bytes" not in attrs and "width" in attrs:
-        attrs["bytes"] = (
-            int(attrs["width"]) * int(attrs.get("element_size", 1)) * int(attrs.get("height", 1))
-        )
+    elif kind == "MEMSET" and "bytes" not in attrs:
+        width = _int(attrs.get("width"))
+        size, height = _int(attrs.get("element_size", 1)), _int(attrs.get("height", 1))
+        if width is not None and size is not None and height is not None:
+            attrs["bytes"] = width * size * height
     elif kind == "CONDITIONAL" and "conditional_type" in attrs:
         attrs["conditional_type"] = str(attrs["conditional_type"]).strip()
 

@@ -1,0 +1,239 @@
+"""Step functions to capture: the factory protocol, tiny-gpt, tiny-llama, and ``module:factory``.
+
+A factory is called as ``factory(batch_size)`` and returns a :class:`Step`: a decode step that
+reads and writes only static buffers (gpt-fast style), so it can be captured and replayed. No
+weights are downloaded: the built-in models use random weights.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphscope.errors import CaptureError
+
+from ._cuda import require
+
+
+@dataclass
+class Step:
+    """One decode step over static buffers."""
+
+    run: Callable[[], Any]  # the step; reads `inputs` and `state`, writes `outputs` and `state`
+    inputs: dict[str, Any]  # static input tensors, updated in place between steps
+    outputs: dict[str, Any] = field(default_factory=dict)  # static output tensors
+    # The tensors a step mutates (KV cache, counters), asked for after prefill: timed replays
+    # snapshot and restore them so that many replays stay within the cache.
+    state: Callable[[], list[Any]] = field(default=lambda: [])
+    prefill: Callable[[], Any] | None = None  # eager prompt processing before decode, if any
+    model: Any = None  # the torch.nn.Module, for attribution hooks
+    description: str = ""  # what the step is, for the bundle's metadata
+
+
+def _tiny_gpt_module(
+    torch: Any, layers: int, hidden: int, heads: int, vocab: int, max_len: int, batch: int
+) -> Any:
+    nn = torch.nn
+    functional = torch.nn.functional
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+            self.proj = nn.Linear(hidden, hidden, bias=False)
+            shape = (batch, heads, max_len, hidden // heads)
+            self.register_buffer("k_cache", torch.zeros(shape), persistent=False)
+            self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
+
+        def forward(self, x: Any, pos: Any, mask: Any) -> Any:
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, heads, hidden // heads).unbind(2)
+            q, k, v = (y.transpose(1, 2) for y in (q, k, v))
+            self.k_cache.index_copy_(2, pos, k)
+            self.v_cache.index_copy_(2, pos, v)
+            y = functional.scaled_dot_product_attention(
+                q, self.k_cache, self.v_cache, attn_mask=mask
+            )
+            return self.proj(y.transpose(1, 2).reshape(b, t, hidden))
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(hidden)
+            self.attn = Attention()
+            self.ln_2 = nn.LayerNorm(hidden)
+            self.mlp = nn.Sequential(
+                nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden)
+            )
+
+        def forward(self, x: Any, pos: Any, mask: Any) -> Any:
+            x = x + self.attn(self.ln_1(x), pos, mask)
+            return x + self.mlp(self.ln_2(x))
+
+    class TinyGPT(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.wte = nn.Embedding(vocab, hidden)
+            self.wpe = nn.Embedding(max_len, hidden)
+            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.ln_f = nn.LayerNorm(hidden)
+            self.lm_head = nn.Linear(hidden, vocab, bias=False)
+            self.register_buffer("positions", torch.arange(max_len), persistent=False)
+
+        def forward(self, tokens: Any, pos: Any) -> Any:
+            # The mask comes from the position tensor on the GPU: no host sync in the step.
+            mask = (self.positions <= pos).view(1, 1, 1, max_len)
+            x = self.wte(tokens) + self.wpe(pos).unsqueeze(0)
+            for block in self.blocks:
+                x = block(x, pos, mask)
+            return self.lm_head(self.ln_f(x))
+
+    return TinyGPT()
+
+
+def tiny_gpt(
+    batch_size: int,
+    *,
+    layers: int = 4,
+    hidden: int = 256,
+    heads: int = 4,
+    vocab: int = 4096,
+    max_len: int = 256,
+) -> Step:
+    """graphscope's own compact GPT-style decoder with a static KV cache (random weights)."""
+    torch = require("torch")
+    torch.manual_seed(0)
+    model = _tiny_gpt_module(torch, layers, hidden, heads, vocab, max_len, batch_size)
+    model = model.to("cuda", torch.float16).eval()
+    tokens = torch.zeros(batch_size, 1, dtype=torch.long, device="cuda")
+    pos = torch.tensor([16], device="cuda")
+    logits = torch.empty(batch_size, 1, vocab, device="cuda", dtype=torch.float16)
+
+    def run() -> None:
+        with torch.no_grad():
+            logits.copy_(model(tokens, pos))
+
+    prompt = torch.randint(0, vocab, (batch_size, 1), device="cuda")
+
+    def prefill() -> None:
+        # Fill the cache's first 16 positions one token at a time, eagerly.
+        with torch.no_grad():
+            for p in range(16):
+                model(prompt, torch.tensor([p], device="cuda"))
+
+    caches = [m.k_cache for m in model.modules() if hasattr(m, "k_cache")]
+    caches += [m.v_cache for m in model.modules() if hasattr(m, "v_cache")]
+    return Step(
+        run=run,
+        inputs={"tokens": tokens, "pos": pos},
+        outputs={"logits": logits},
+        state=lambda: caches,
+        prefill=prefill,
+        model=model,
+        description=f"tiny-gpt: {layers} layers, hidden {hidden}, {heads} heads, "
+        f"vocab {vocab}, fp16, random weights, static KV cache {max_len}",
+    )
+
+
+def tiny_llama(
+    batch_size: int,
+    *,
+    layers: int = 4,
+    hidden: int = 512,
+    heads: int = 8,
+    vocab: int = 4096,
+    max_len: int = 256,
+) -> Step:
+    """Hugging Face ``LlamaForCausalLM`` from a small config, random weights, StaticCache."""
+    torch = require("torch")
+    transformers = require("transformers")
+    config = transformers.LlamaConfig(
+        hidden_size=hidden,
+        intermediate_size=int(hidden * 8 / 3 // 64 * 64) or hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        vocab_size=vocab,
+        max_position_embeddings=max_len,
+    )
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(config).to("cuda", torch.float16).eval()
+    try:
+        cache = transformers.StaticCache(config=config, max_cache_len=max_len)
+    except TypeError:  # transformers before 5 took batch size, device and dtype up front
+        cache = transformers.StaticCache(
+            config=config,
+            max_batch_size=batch_size,
+            max_cache_len=max_len,
+            device="cuda",
+            dtype=torch.float16,
+        )
+    prompt_len = 16
+    prompt = torch.randint(0, vocab, (batch_size, prompt_len), device="cuda")
+    token = torch.zeros(batch_size, 1, dtype=torch.long, device="cuda")
+    position = torch.tensor([prompt_len], device="cuda")
+    logits = torch.empty(batch_size, 1, vocab, device="cuda", dtype=torch.float16)
+
+    def prefill() -> None:
+        with torch.no_grad():
+            model(
+                input_ids=prompt,
+                past_key_values=cache,
+                use_cache=True,
+                cache_position=torch.arange(prompt_len, device="cuda"),
+            )
+
+    def run() -> None:
+        with torch.no_grad():
+            out = model(
+                input_ids=token,
+                past_key_values=cache,
+                use_cache=True,
+                cache_position=position,
+                position_ids=position.expand(batch_size, 1),
+            )
+        logits.copy_(out.logits)
+
+    def state() -> list[Any]:
+        # Every tensor the cache holds, counters included: StaticCache advances a device-side
+        # length on every step whatever cache_position says (DESIGN.md), so timed replays
+        # restore it. transformers 5 allocates them lazily, at prefill.
+        found = []
+        for layer in getattr(cache, "layers", []):
+            found += [v for v in vars(layer).values() if torch.is_tensor(v)]
+        return found
+
+    return Step(
+        run=run,
+        inputs={"input_ids": token, "cache_position": position},
+        outputs={"logits": logits},
+        state=state,
+        prefill=prefill,
+        model=model,
+        description=f"tiny-llama: transformers LlamaForCausalLM, {layers} layers, "
+        f"hidden {hidden}, {heads} heads, vocab {vocab}, fp16, random "
+        f"weights, StaticCache {max_len}",
+    )
+
+
+BUILTIN: dict[str, Callable[[int], Step]] = {"tiny-gpt": tiny_gpt, "tiny-llama": tiny_llama}
+
+
+def resolve(spec: str) -> Callable[[int], Step]:
+    """A factory from a built-in name or ``package.module:function``."""
+    if spec in BUILTIN:
+        return BUILTIN[spec]
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        names = ", ".join(BUILTIN)
+        raise CaptureError(f"unknown model {spec!r}: use one of {names} or package.module:factory")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CaptureError(f"cannot import {module_name!r} for --model {spec}: {exc}") from None
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise CaptureError(f"{module_name} has no callable {attr!r} for --model {spec}")
+    return factory  # type: ignore[no-any-return]
