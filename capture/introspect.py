@@ -174,60 +174,92 @@ _FUNC_ATTRIBUTES = {
     "max_threads_per_block": "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
     "local_mem": "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
 }
+# CU_LAUNCH_PARAM_END, _BUFFER_POINTER and _BUFFER_SIZE: the keys of a launch's ``extra`` array.
+_EXTRA_END, _EXTRA_BUFFER, _EXTRA_SIZE = 0, 1, 2
 
 
-def function_attributes(params: Any) -> dict[str, int]:
-    """Registers per thread, static shared memory and the like, of a kernel node's function."""
-    drv = driver()
-    out = {}
-    func = _ptr(params.func)
-    device = None if func else check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
-    for name, attr in _FUNC_ATTRIBUTES.items():
-        which = getattr(drv.CUfunction_attribute, attr)
-        if func:
-            err, value = drv.cuFuncGetAttribute(which, params.func)
-        else:
-            err, value = drv.cuKernelGetAttribute(which, params.kern, device)
-        if int(err) == 0:
-            out[name] = int(value)
-    return out
+class KernelReader:
+    """Reads kernel nodes: launch, function attributes and raw arguments.
 
-
-def kernel_arguments(params: Any) -> list[dict[str, Any]]:
-    """Each argument's offset, size and raw bytes (hex), read through ``kernelParams``.
-
-    The layout comes from ``cuFuncGetParamInfo`` (``cuKernelGetParamInfo`` when the node holds a
-    library kernel rather than a function); ``kernelParams`` is the address of the ``void*``
-    array the driver keeps for the node (DESIGN.md).
+    Attributes and argument layouts belong to the function, not the node, so they are read
+    once per function: a decode graph launches a few dozen functions thousands of times, and
+    the driver calls would otherwise dominate the 20 us-per-node budget.
     """
-    import ctypes
 
-    drv = driver()
-    func = _ptr(params.func)
-    layout = []
-    while True:
-        if func:
-            err, offset, size = drv.cuFuncGetParamInfo(params.func, len(layout))
-        else:
-            err, offset, size = drv.cuKernelGetParamInfo(params.kern, len(layout))
-        if int(err) != 0:
-            break
-        layout.append((int(offset), int(size)))
-    base = _ptr(params.kernelParams)
-    if not layout or not base:
-        return [{"offset": o, "size": s} for o, s in layout]
-    slots = (ctypes.c_void_p * len(layout)).from_address(base)
-    return [
-        {"offset": o, "size": s, "value": ctypes.string_at(slots[i], s).hex()}
-        for i, (o, s) in enumerate(layout)
-        if slots[i]
-    ]
+    def __init__(self) -> None:
+        self._functions: dict[tuple[int, int], tuple[dict[str, int], list[tuple[int, int]]]] = {}
+        self._device: Any = None
 
+    def _function(self, params: Any) -> tuple[dict[str, int], list[tuple[int, int]]]:
+        func, kern = _ptr(params.func), _ptr(params.kern)
+        known = self._functions.get((func, kern))
+        if known is not None:
+            return known
+        drv = driver()
+        if not func and self._device is None:
+            self._device = check(drv.cuCtxGetDevice(), "cuCtxGetDevice")
+        attrs = {}
+        for name, attr in _FUNC_ATTRIBUTES.items():
+            which = getattr(drv.CUfunction_attribute, attr)
+            if func:
+                err, value = drv.cuFuncGetAttribute(which, params.func)
+            else:
+                err, value = drv.cuKernelGetAttribute(which, params.kern, self._device)
+            if int(err) == 0:
+                attrs[name] = int(value)
+        layout: list[tuple[int, int]] = []
+        while True:
+            if func:
+                err, offset, size = drv.cuFuncGetParamInfo(params.func, len(layout))
+            else:
+                err, offset, size = drv.cuKernelGetParamInfo(params.kern, len(layout))
+            if int(err) != 0:
+                break
+            layout.append((int(offset), int(size)))
+        self._functions[(func, kern)] = (attrs, layout)
+        return attrs, layout
 
-def kernel_details(node: Any) -> dict[str, Any]:
-    """Function attributes and arguments of one kernel node."""
-    p = check(driver().cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
-    return {**function_attributes(p), "args": kernel_arguments(p)}
+    @staticmethod
+    def _arguments(params: Any, layout: list[tuple[int, int]]) -> list[dict[str, Any]]:
+        """Each argument's offset, size and raw bytes (hex).
+
+        ``kernelParams`` is the address of the ``void*`` array the driver keeps for the node
+        (DESIGN.md); kernels launched with ``extra`` (cuBLAS does) keep one packed buffer
+        instead, found through the ``CU_LAUNCH_PARAM_BUFFER_POINTER`` entry.
+        """
+        import ctypes
+
+        base = _ptr(params.kernelParams)
+        if base:
+            slots = (ctypes.c_void_p * len(layout)).from_address(base)
+            return [
+                {"offset": o, "size": s, "value": ctypes.string_at(slots[i], s).hex()}
+                if slots[i]
+                else {"offset": o, "size": s}
+                for i, (o, s) in enumerate(layout)
+            ]
+        extra = _ptr(params.extra)
+        buffer, size = 0, 0
+        if extra:
+            entries = ctypes.cast(extra, ctypes.POINTER(ctypes.c_void_p))
+            i = 0
+            while i < 16 and (entries[i] or 0) != _EXTRA_END:
+                key, value = entries[i] or 0, entries[i + 1] or 0
+                if key == _EXTRA_BUFFER:
+                    buffer = value
+                elif key == _EXTRA_SIZE and value:
+                    size = ctypes.c_size_t.from_address(value).value
+                i += 2
+        if not buffer:
+            return [{"offset": o, "size": s} for o, s in layout]
+        packed = ctypes.string_at(buffer, size or (layout[-1][0] + layout[-1][1] if layout else 0))
+        return [{"offset": o, "size": s, "value": packed[o : o + s].hex()} for o, s in layout]
+
+    def read(self, node: Any) -> dict[str, Any]:
+        """Function attributes and arguments of one kernel node."""
+        p = check(driver().cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
+        attrs, layout = self._function(p)
+        return {**attrs, "args": self._arguments(p, layout)}
 
 
 def root_nodes(graph: Any) -> list[tuple[int, Any]]:

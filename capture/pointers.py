@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,14 +52,22 @@ class PointerMap:
         """Every 8-byte word of the arguments that points into known memory.
 
         Most device pointers of PyTorch kernels sit inside struct arguments (TensorInfo,
-        OffsetCalculator), so each aligned word of each argument is tried (DESIGN.md).
+        OffsetCalculator), so each aligned word of each argument is tried (DESIGN.md); words
+        outside the span of all known memory are dropped before any lookup.
         """
+        low = min(self._segment_starts[:1] + self._buffer_starts[:1], default=0)
+        high = max([r.end for r in self._segments[-1:]] + [r.end for r in self._buffers], default=0)
         found = []
         for index, arg in enumerate(args):
             raw = bytes.fromhex(arg.get("value", ""))
-            for offset in range(0, len(raw) - 7, 8):
-                address = int.from_bytes(raw[offset : offset + 8], "little")
-                where = self.resolve(address) if address else None
-                if where is not None:
-                    found.append({"arg": index, "offset": offset, "address": address, **where})
+            words = len(raw) // 8
+            if not words:
+                continue
+            for slot, address in enumerate(struct.unpack_from(f"<{words}Q", raw)):
+                if low <= address < high:
+                    where = self.resolve(address)
+                    if where is not None:
+                        found.append(
+                            {"arg": index, "offset": slot * 8, "address": address, **where}
+                        )
         return found

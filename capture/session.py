@@ -128,6 +128,7 @@ def read_captured_graph(
     started = time.perf_counter()
     nodes = introspect.root_nodes(graph)
     gid = introspect.graph_id(graph)
+    kernels = introspect.KernelReader()
     for local_id, node in nodes:
         key = f"graph_{gid}_node_{local_id}"
         if key not in G:
@@ -137,7 +138,7 @@ def read_captured_graph(
         if kind != data["type"]:
             raise CaptureError(f"{key}: the driver says {kind}, the dump says {data['type']}")
         if kind == "KERNEL":
-            details = introspect.kernel_details(node)
+            details = kernels.read(node)
             if pointers is not None:
                 details["pointers"] = pointers.scan(details.get("args", []))
             data.update(details)
@@ -175,6 +176,24 @@ def _timed_replays(
     else:
         run()
     return wall, cpu, records
+
+
+def _timed_eager(torch: Any, step: Step, state: _State, count: int) -> tuple[float, float]:
+    """The same step run eagerly ``count`` times: (wall us per step, CPU us to issue it)."""
+    walls, issues = [], []
+    with torch.no_grad():
+        for _ in range(count):
+            state.restore()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            step.run()
+            issued = time.perf_counter()
+            torch.cuda.synchronize()
+            walls.append(time.perf_counter() - start)
+            issues.append(issued - start)
+    walls.sort()
+    issues.sort()
+    return walls[len(walls) // 2] * 1e6, issues[len(issues) // 2] * 1e6
 
 
 def capture_step(torch: Any, step: Step, warmup: int = 3) -> tuple[Any, dict[str, float]]:
@@ -251,6 +270,7 @@ def capture_to_bundle(
         torch.cuda.synchronize()
         wall_plain, _, _ = _timed_replays(torch, graph, state, replays, trace=False)
         wall_traced, cpu, records = _timed_replays(torch, graph, state, replays, trace=True)
+        eager_us, eager_cpu_us = _timed_eager(torch, step, state, min(replays, 50))
         state.restore()
         root = G.graph["root_graph_ids"][0]
         local_ids = {d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == root}
@@ -263,6 +283,8 @@ def capture_to_bundle(
             "replay_us": summary.get("gpu_span_us"),
             "gpu_busy_us": summary.get("gpu_busy_us"),
             "cpu_launch_us": summary.get("cpu_launch_us"),
+            "eager_step_us": eager_us,
+            "eager_cpu_us": eager_cpu_us,
             "replay_wall_us": wall_plain / replays * 1e6,
             "replay_wall_traced_us": wall_traced / replays * 1e6,
             "tracing_overhead_pct": (wall_traced - wall_plain) / wall_plain * 100,

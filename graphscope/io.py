@@ -22,6 +22,9 @@ from .errors import BundleFormatError, InputError
 #: Largest file, and largest decompressed bundle, that ``load`` reads unless told otherwise.
 MAX_BYTES = 2 << 30
 _GZIP_MAGIC = b"\x1f\x8b"
+# The process's umask, read once at import (os.umask can only be read by setting it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 _DOT_STARTS = ("digraph", "graph", "strict", "//", "/*", "#")
 
 
@@ -196,6 +199,8 @@ def save(G: nx.DiGraph, path: str | os.PathLike[str]) -> Path:
         raise InputError(p, f"directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file private; give it the mode a plain open() would.
+        os.chmod(tmp, 0o666 & ~_UMASK)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -101,6 +101,17 @@ def test_save_is_atomic_and_leaves_no_temporary_files(samples: Path, tmp_path: P
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
 
 
+def test_saved_files_get_the_usual_mode(samples: Path, tmp_path: Path) -> None:
+    import os
+
+    G = graphscope.load(samples / "dot" / "torch-ops" / "flags-none.dot")
+    umask = os.umask(0o022)
+    os.umask(umask)
+    for name in ("g.json", "g.json.gz", "g.dot"):
+        mode = graphscope.save(G, tmp_path / name).stat().st_mode & 0o777
+        assert mode == 0o666 & ~umask
+
+
 def test_format_is_recognised_by_content(samples: Path, tmp_path: Path) -> None:
     G = graphscope.load(samples / "dot" / "torch-ops" / "flags-verbose.dot")
     disguised = tmp_path / "graph.txt"
