@@ -12,6 +12,7 @@ the same graph (``.dot``) are written side by side, each whole or not at all.
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import platform
 import subprocess
@@ -39,6 +40,8 @@ Progress = Callable[[str], None]
 # Restore the step's mutable state this often during timed replays: a Hugging Face StaticCache
 # overruns after (max_cache_len - prompt) replays without it (DESIGN.md).
 RESTORE_EVERY = 50
+# Activity records a traced run may produce: a 64 MB CUPTI buffer holds about 300,000.
+TRACE_RECORDS = 200_000
 
 
 def _versions() -> dict[str, Any]:
@@ -268,14 +271,17 @@ def capture_to_bundle(
         )
         graph.replay()  # instantiates
         torch.cuda.synchronize()
-        wall_plain, _, _ = _timed_replays(torch, graph, state, replays, trace=False)
-        wall_traced, cpu, records = _timed_replays(torch, graph, state, replays, trace=True)
+        # Traced replays are capped so that their records fit CUPTI's buffers: records drained
+        # by the Python callback inside the loop would be timed too (DESIGN.md).
+        traced = max(10, min(replays, TRACE_RECORDS // max(kernels, 1)))
+        wall_plain, _, _ = _timed_replays(torch, graph, state, traced, trace=False)
+        wall_traced, cpu, records = _timed_replays(torch, graph, state, traced, trace=True)
         eager_us, eager_cpu_us = _timed_eager(torch, step, state, min(replays, 50))
         state.restore()
         root = G.graph["root_graph_ids"][0]
         local_ids = {d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == root}
         graph_records = [r for r in records if r.get("graph_node_id")]
-        timing = replay_timing(graph_records, local_ids, replays, cpu)
+        timing = replay_timing(graph_records, local_ids, traced, cpu)
         for key, stats in timing.nodes.items():
             G.nodes[key]["replay"] = stats
         summary = summarize_replays(timing)
@@ -285,10 +291,10 @@ def capture_to_bundle(
             "cpu_launch_us": summary.get("cpu_launch_us"),
             "eager_step_us": eager_us,
             "eager_cpu_us": eager_cpu_us,
-            "replay_wall_us": wall_plain / replays * 1e6,
-            "replay_wall_traced_us": wall_traced / replays * 1e6,
+            "replay_wall_us": wall_plain / traced * 1e6,
+            "replay_wall_traced_us": wall_traced / traced * 1e6,
             "tracing_overhead_pct": (wall_traced - wall_plain) / wall_plain * 100,
-            "replays": replays,
+            "replays": traced,
             "timed_nodes": len(timing.nodes),
             "untimed_nodes": timing.missing,
             "unjoined_records": timing.unjoined,
@@ -310,8 +316,39 @@ def capture_to_bundle(
         bundle = graphscope.save(G, out / f"{stem}.json.gz")
         os.replace(dot_tmp, out / f"{stem}.dot")
     t = G.graph["timing"]
+    with open(out / "manifest.jsonl", "a") as fh:  # how each bundle here was made
+        fh.write(
+            json.dumps(
+                {
+                    "file": bundle.name,
+                    "dot": f"{stem}.dot",
+                    **{
+                        k: G.graph[k]
+                        for k in (
+                            "command",
+                            "model",
+                            "batch_size",
+                            "device",
+                            "driver",
+                            "cuda_driver_api",
+                            "cuda",
+                            "python",
+                            "torch",
+                            "cuda-bindings",
+                            "cupti-python",
+                            "transformers",
+                            "graphscope_version",
+                            "captured_at",
+                        )
+                    },
+                }
+            )
+            + "\n"
+        )
     say(
-        f"{stem}: replay {t['replay_us']:.1f} us GPU span, CPU launch {t['cpu_launch_us']:.1f} "
-        f"us, tracing overhead {t['tracing_overhead_pct']:.1f}%; wrote {bundle}"
+        f"{stem}: eager step {t['eager_step_us']:.1f} us, graph replay "
+        f"{t['replay_wall_us']:.1f} us ({t['replay_us']:.1f} us GPU span), CPU launch "
+        f"{t['cpu_launch_us']:.1f} us; tracing overhead {t['tracing_overhead_pct']:.1f}%; "
+        f"wrote {bundle}"
     )
     return bundle

@@ -30,7 +30,7 @@ def test_capture_writes_a_timed_bundle(model: str, tmp_path: Path) -> None:
         assert all("value" in arg for arg in data["args"])
     named = {p["buffer"] for d in kernels for p in d.get("pointers", []) if "buffer" in p}
     assert any(name.startswith("param:") for name in named)
-    assert any(name.startswith("output:") for name in named)
+    assert any(name.startswith("input:") for name in named)
     timing = G.graph["timing"]
     assert timing["replay_us"] > 0 and timing["cpu_launch_us"] > 0
     assert timing["unjoined_records"] == 0
