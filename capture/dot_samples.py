@@ -19,9 +19,7 @@ import ctypes
 import datetime
 import json
 import os
-import platform
 import shlex
-import subprocess
 import sys
 import traceback
 from collections.abc import Callable
@@ -29,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ._cuda import check, driver, nvrtc, require, runtime
+from .environment import device_info, versions
 from .introspect import describe_graph
 
 # The four flag sets the DOT reader must handle; "all" ORs every CUgraphDebugDot_flags member.
@@ -679,35 +678,6 @@ def build_llama_decode(torch: Any) -> Any:
     return graph
 
 
-def _environment(torch: Any) -> dict[str, Any]:
-    drv = driver()
-    env: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__}
-    try:
-        smi = (
-            subprocess.run(
-                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            )
-            .stdout.strip()
-            .splitlines()[0]
-        )
-        env["gpu"], env["driver"] = [part.strip() for part in smi.split(",")]
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
-        env["gpu"] = torch.cuda.get_device_name()
-    env["cuda_driver_api"] = check(drv.cuDriverGetVersion(), "cuDriverGetVersion")
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in ("cuda-bindings", "cupti-python", "transformers", "networkx"):
-        try:
-            env[dist] = version(dist)
-        except PackageNotFoundError:
-            env[dist] = None
-    return env
-
-
 def dump(
     graph: Any,
     folder: Path,
@@ -751,7 +721,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.zeros(1, device="cuda")  # make the primary context current for the driver calls
     major, minor = torch.cuda.get_device_capability()
     kernels = Kernels(f"sm_{major}{minor}")
-    env = _environment(torch)
+    env = {**device_info(torch), **versions()}
     command = "python -m graphscope.capture.dot_samples " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )

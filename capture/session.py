@@ -14,13 +14,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +29,7 @@ from graphscope.errors import CaptureError
 
 from . import introspect
 from ._cuda import check, driver, require
+from .environment import device_info, versions
 from .models import Step, resolve
 from .pointers import PointerMap, Region
 from .trace import ActivityTrace
@@ -42,41 +40,6 @@ Progress = Callable[[str], None]
 RESTORE_EVERY = 50
 # Activity records a traced run may produce: a 64 MB CUPTI buffer holds about 300,000.
 TRACE_RECORDS = 200_000
-
-
-def _versions() -> dict[str, Any]:
-    out: dict[str, Any] = {"python": platform.python_version()}
-    for dist in ("torch", "cuda-bindings", "cupti-python", "transformers"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = None
-    out["graphscope_version"] = graphscope.__version__
-    return out
-
-
-def device_info(torch: Any) -> dict[str, Any]:
-    """GPU name, driver version and CUDA versions, as the bundle's metadata records them."""
-    info: dict[str, Any] = {"device": torch.cuda.get_device_name()}
-    try:
-        line = (
-            subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            )
-            .stdout.strip()
-            .splitlines()[0]
-        )
-        info["driver"] = line.strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        info["driver"] = None
-    api = check(driver().cuDriverGetVersion(), "cuDriverGetVersion")
-    info["cuda_driver_api"] = api
-    info["cuda"] = torch.version.cuda
-    return info
 
 
 class _State:
@@ -304,7 +267,7 @@ def capture_to_bundle(
         }
         G.graph["replays"] = timing.replays
         G.graph.update(device_info(torch))
-        G.graph.update(_versions())
+        G.graph.update(versions())
         G.graph.update(
             model=model,
             model_description=step.description,
