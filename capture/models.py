@@ -33,7 +33,14 @@ class Step:
 
 
 def _tiny_gpt_module(
-    torch: Any, layers: int, hidden: int, heads: int, vocab: int, max_len: int, batch: int
+    torch: Any,
+    layers: int,
+    hidden: int,
+    heads: int,
+    vocab: int,
+    max_len: int,
+    batch: int,
+    parallel: bool = False,
 ) -> Any:
     nn = torch.nn
     functional = torch.nn.functional
@@ -72,12 +79,37 @@ def _tiny_gpt_module(
             x = x + self.attn(self.ln_1(x), pos, mask)
             return x + self.mlp(self.ln_2(x))
 
+    class ParallelBlock(nn.Module):
+        """GPT-J's parallel residual, with the MLP on a second stream beside attention."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln = nn.LayerNorm(hidden)
+            self.attn = Attention()
+            self.mlp = nn.Sequential(
+                nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden)
+            )
+            self.side = torch.cuda.Stream()
+
+        def forward(self, x: Any, pos: Any, mask: Any) -> Any:
+            h = self.ln(x)
+            main = torch.cuda.current_stream()
+            self.side.wait_stream(main)  # captured, this forks the graph into two branches
+            with torch.cuda.stream(self.side):
+                m = self.mlp(h)
+            a = self.attn(h, pos, mask)
+            main.wait_stream(self.side)  # and this joins them
+            m.record_stream(main)  # allocated on the side stream, used on this one
+            return x + a + m
+
     class TinyGPT(nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.wte = nn.Embedding(vocab, hidden)
             self.wpe = nn.Embedding(max_len, hidden)
-            self.blocks = nn.ModuleList(Block() for _ in range(layers))
+            self.blocks = nn.ModuleList(
+                (ParallelBlock if parallel else Block)() for _ in range(layers)
+            )
             self.ln_f = nn.LayerNorm(hidden)
             self.lm_head = nn.Linear(hidden, vocab, bias=False)
             self.register_buffer("positions", torch.arange(max_len), persistent=False)
@@ -101,11 +133,16 @@ def tiny_gpt(
     heads: int = 4,
     vocab: int = 4096,
     max_len: int = 256,
+    parallel: bool = False,
 ) -> Step:
-    """graphscope's own compact GPT-style decoder with a static KV cache (random weights)."""
+    """graphscope's own compact GPT-style decoder with a static KV cache (random weights).
+
+    ``parallel``: GPT-J-style blocks whose attention and MLP run on two streams, so the
+    captured graph has parallel branches.
+    """
     torch = require("torch")
     torch.manual_seed(0)
-    model = _tiny_gpt_module(torch, layers, hidden, heads, vocab, max_len, batch_size)
+    model = _tiny_gpt_module(torch, layers, hidden, heads, vocab, max_len, batch_size, parallel)
     model = model.to("cuda", torch.float16).eval()
     tokens = torch.zeros(batch_size, 1, dtype=torch.long, device="cuda")
     pos = torch.tensor([16], device="cuda")
@@ -132,8 +169,10 @@ def tiny_gpt(
         state=lambda: caches,
         prefill=prefill,
         model=model,
-        description=f"tiny-gpt: {layers} layers, hidden {hidden}, {heads} heads, "
-        f"vocab {vocab}, fp16, random weights, static KV cache {max_len}",
+        description=f"tiny-gpt{'-parallel' if parallel else ''}: {layers} "
+        f"{'parallel-residual (attention and MLP on two streams) ' if parallel else ''}"
+        f"layers, hidden {hidden}, {heads} heads, vocab {vocab}, fp16, random weights, "
+        f"static KV cache {max_len}",
     )
 
 
@@ -218,7 +257,16 @@ def tiny_llama(
     )
 
 
-BUILTIN: dict[str, Callable[[int], Step]] = {"tiny-gpt": tiny_gpt, "tiny-llama": tiny_llama}
+def tiny_gpt_parallel(batch_size: int) -> Step:
+    """tiny-gpt with parallel-residual blocks on two streams: a multi-stream graph."""
+    return tiny_gpt(batch_size, parallel=True)
+
+
+BUILTIN: dict[str, Callable[[int], Step]] = {
+    "tiny-gpt": tiny_gpt,
+    "tiny-gpt-parallel": tiny_gpt_parallel,
+    "tiny-llama": tiny_llama,
+}
 
 
 def resolve(spec: str) -> Callable[[int], Step]:

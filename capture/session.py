@@ -1,73 +1,89 @@
-"""Capture a decode step into a CUDA graph, read it node by node, time its replays, save a bundle.
+"""Capture a decode step into a CUDA graph, read it node by node, time it, save a bundle.
 
 Usage::
 
     from graphscope.capture import session
-    path = session.capture_to_bundle("tiny-gpt", batch_size=1, out_dir="out")
+    paths = session.capture_buckets("tiny-gpt", [1, 2, 4], "out")     # one graph per bucket
+    path = session.capture_to_bundle("tiny-gpt", 1, "out")            # one batch size
+    path = session.inspect_graph(my_cuda_graph, "out", name="engine")  # a graph you captured
 
-The bundle (``<model>-b<batch>.json.gz``) and the verbose ``cudaGraphDebugDotPrint`` dump of
-the same graph (``.dot``) are written side by side, each whole or not at all.
+Each bundle (``<stem>.json.gz``) and the verbose ``cudaGraphDebugDotPrint`` dump of the same
+graph (``<stem>.dot``) are written side by side, each whole or not at all, with a line in the
+folder's ``manifest.jsonl`` saying how they were made.
 """
 
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import os
+import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 
 import graphscope
+from graphscope.analysis.buckets import DEFAULT_BUCKETS, PADDING_RULE
+from graphscope.analysis.eager import eager_summary, encode_eager_trace, join_eager
 from graphscope.analysis.replay import replay_timing, summarize_replays
 from graphscope.errors import CaptureError
+from graphscope.io import write_atomic
 
-from . import introspect
+from . import failure, introspect
 from ._cuda import check, driver, require
+from .attribution import Attribution
 from .environment import device_info, versions
 from .models import Step, resolve
 from .pointers import PointerMap, Region
-from .trace import ActivityTrace
+from .timing import State, timed_eager, timed_replays, traced_run
 
 Progress = Callable[[str], None]
-# Restore the step's mutable state this often during timed replays: a Hugging Face StaticCache
-# overruns after (max_cache_len - prompt) replays without it (DESIGN.md).
-RESTORE_EVERY = 50
 # Activity records a traced run may produce: a 64 MB CUPTI buffer holds about 300,000.
 TRACE_RECORDS = 200_000
+_MANIFEST_FIELDS = (
+    "command",
+    "model",
+    "batch_size",
+    "device",
+    "driver",
+    "cuda_driver_api",
+    "cuda",
+    "python",
+    "torch",
+    "cuda-bindings",
+    "cupti-python",
+    "transformers",
+    "graphscope_version",
+    "captured_at",
+)
 
 
-class _State:
-    """Snapshot of a step's mutable tensors, restored in place."""
-
-    def __init__(self, tensors: list[Any]) -> None:
-        self.tensors = tensors
-        self.saved = [t.detach().clone() for t in tensors]
-
-    def restore(self) -> None:
-        for tensor, saved in zip(self.tensors, self.saved, strict=True):
-            tensor.copy_(saved)
-
-
-def _pointer_map(torch: Any, step: Step) -> PointerMap:
-    buffers = []
-    for prefix, tensors in (("input", step.inputs), ("output", step.outputs)):
-        for name, t in tensors.items():
-            buffers.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"{prefix}:{name}"))
-    if step.model is not None:
-        for name, t in list(step.model.named_parameters()) + list(step.model.named_buffers()):
+def _pointer_map(torch: Any, buffers: Mapping[str, Any], model: Any = None) -> PointerMap:
+    """Named buffers (``input:x``, ``output:y``, ``param:w``) and the allocator's segments."""
+    regions = []
+    for name, t in buffers.items():
+        regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, name))
+    if model is not None:
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
             if t.is_cuda:
-                buffers.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{name}"))
+                regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{name}"))
     segments = [
         Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
         for i, s in enumerate(torch.cuda.memory_snapshot())
     ]
-    return PointerMap(buffers, segments)
+    return PointerMap(regions, segments)
+
+
+def _step_buffers(step: Step) -> dict[str, Any]:
+    named = {f"input:{k}": t for k, t in step.inputs.items()}
+    named.update({f"output:{k}": t for k, t in step.outputs.items()})
+    return named
 
 
 def _dump_dot(handle: int, path: Path) -> None:
@@ -92,6 +108,21 @@ def read_captured_graph(
     drv = driver()
     graph = drv.CUgraph(init_value=handle)
     started = time.perf_counter()
+    # The loaded graph holds hundreds of thousands of objects and each argument and pointer
+    # read here allocates more, so the collector would keep walking them for garbage this
+    # loop never makes: 48 us per node with it on a 10,000-node graph on the H200, under
+    # 20 with it off (docs/BENCHMARKS.md).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _read_nodes(G, graph, dot_path, pointers)
+    finally:
+        if collecting:
+            gc.enable()
+    return G, time.perf_counter() - started
+
+
+def _read_nodes(G: nx.DiGraph, graph: Any, dot_path: Path, pointers: PointerMap | None) -> None:
     nodes = introspect.root_nodes(graph)
     gid = introspect.graph_id(graph)
     kernels = introspect.KernelReader()
@@ -108,86 +139,190 @@ def read_captured_graph(
             if pointers is not None:
                 details["pointers"] = pointers.scan(details.get("args", []))
             data.update(details)
-    return G, time.perf_counter() - started
 
 
-def _timed_replays(
-    torch: Any, graph: Any, state: _State, count: int, trace: bool
-) -> tuple[float, list[int], list[dict[str, Any]]]:
-    """Replay ``count`` times; (wall seconds of the replays alone, CPU launch ns, records)."""
-    cpu: list[int] = []
-    wall = 0.0
-    records: list[dict[str, Any]] = []
+def capture_step(
+    torch: Any, step: Step, warmup: int = 3, what: str = "the step"
+) -> tuple[Any, dict[str, float], Attribution]:
+    """Warm up on a side stream, capture with ``keep_graph`` while attributing each node.
 
-    def run() -> None:
-        nonlocal wall
-        done = 0
-        while done < count:
-            state.restore()
-            torch.cuda.synchronize()
-            batch = min(RESTORE_EVERY, count - done)
-            start = time.perf_counter()
-            for _ in range(batch):
-                t0 = time.perf_counter_ns()
-                graph.replay()
-                cpu.append(time.perf_counter_ns() - t0)
-            torch.cuda.synchronize()
-            wall += time.perf_counter() - start
-            done += batch
-
-    if trace:
-        with ActivityTrace() as tracer:
-            run()
-        records = tracer.records
-    else:
-        run()
-    return wall, cpu, records
-
-
-def _timed_eager(torch: Any, step: Step, state: _State, count: int) -> tuple[float, float]:
-    """The same step run eagerly ``count`` times: (wall us per step, CPU us to issue it)."""
-    walls, issues = [], []
-    with torch.no_grad():
-        for _ in range(count):
-            state.restore()
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            step.run()
-            issued = time.perf_counter()
-            torch.cuda.synchronize()
-            walls.append(time.perf_counter() - start)
-            issues.append(issued - start)
-    walls.sort()
-    issues.sort()
-    return walls[len(walls) // 2] * 1e6, issues[len(issues) // 2] * 1e6
-
-
-def capture_step(torch: Any, step: Step, warmup: int = 3) -> tuple[Any, dict[str, float]]:
-    """Warm up on a side stream, capture with ``keep_graph``; the graph and phase times."""
+    Returns the graph, phase times and the attribution. A capture that fails raises one
+    CaptureError naming the op, the module path and the user's source line; the CUDA context
+    stays usable (checked), and nothing is returned to save.
+    """
     times: dict[str, float] = {}
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     start = time.perf_counter()
-    with torch.cuda.stream(side):
-        for _ in range(warmup):
-            step.run()
+    attribution = Attribution(step.model)
+    try:
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                step.run()
+    except Exception as exc:
+        site = attribution.site_of(exc)
+        raise CaptureError(
+            failure.describe(what, exc, site).replace("capture of", "warm-up of", 1)
+        ) from None
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     times["warmup_s"] = time.perf_counter() - start
     graph = torch.cuda.CUDAGraph(keep_graph=True)
+    generators = _generator_states(torch)
     start = time.perf_counter()
     try:
-        with torch.cuda.graph(graph):
+        with attribution, torch.cuda.graph(graph):
             step.run()
     except Exception as exc:
-        raise CaptureError(f"capture failed: {type(exc).__name__}: {exc}") from exc
+        message = failure.describe(what, exc, attribution.site_of(exc))
+        del graph
+        _restore_generators(torch, generators)
+        try:
+            torch.cuda.synchronize()
+            torch.rand(4, device="cuda").add_(1).sum().item()  # kernels and the RNG both work
+        except Exception as broken:
+            message += f"; the CUDA context is no longer usable ({broken})"
+        else:
+            message += "; nothing was saved for it, and the CUDA context is still usable"
+        raise CaptureError(message) from None
     torch.cuda.synchronize()
     times["capture_s"] = time.perf_counter() - start
-    return graph, times
+    return graph, times, attribution
+
+
+def _generator_states(torch: Any) -> list[Any]:
+    """Copies of each CUDA generator's state, taken before a capture begins."""
+    return [gen.clone_state() for gen in torch.cuda.default_generators]
+
+
+def _restore_generators(torch: Any, states: list[Any]) -> None:
+    """Put back generator states a failed capture left marked as capturing.
+
+    ``capture_end`` raises before it releases the generators it registered, and every later
+    random op then fails with "Offset increment outside graph capture" (seen on the H200 with
+    torch 2.11); a clone taken before the capture is not marked.
+    """
+    for gen, state in zip(torch.cuda.default_generators, states, strict=True):
+        gen.graphsafe_set_state(state)
+
+
+def _attach_attribution(G: nx.DiGraph, attribution: Attribution) -> int:
+    """Put each label on its node; returns how many nodes got one."""
+    labelled = 0
+    for packed, label in attribution.labels.items():
+        key = f"graph_{packed >> 32}_node_{packed & 0xFFFFFFFF}"
+        if key in G:
+            G.nodes[key]["attribution"] = label
+            labelled += 1
+    return labelled
+
+
+def _pool_bytes(torch: Any, graph: Any) -> int:
+    """Bytes of the allocator segments in the graph's private memory pool."""
+    pool = tuple(graph.pool())
+    return sum(
+        s["total_size"]
+        for s in torch.cuda.memory_snapshot()
+        if tuple(s.get("segment_pool_id") or ()) == pool
+    )
+
+
+def _time_replays(
+    G: nx.DiGraph,
+    replay: Callable[[], Any],
+    sync: Callable[[], Any],
+    state: State,
+    replays: int,
+) -> dict[str, Any]:
+    """Replay untraced and traced; put per-node statistics on G; the timing summary."""
+    kernels = sum(1 for _, d in G.nodes(data=True) if d["type"] == "KERNEL")
+    replay()  # the first launch uploads the executable graph
+    sync()
+    # Traced replays are capped so that their records fit CUPTI's buffers: records drained
+    # by the Python callback inside the loop would be timed too (DESIGN.md).
+    traced = max(10, min(replays, TRACE_RECORDS // max(kernels, 1)))
+    wall_plain, _, _ = timed_replays(replay, sync, state, traced, trace=False)
+    wall_traced, cpu, records = timed_replays(replay, sync, state, traced, trace=True)
+    state.restore()
+    root = G.graph["root_graph_ids"][0]
+    local_ids = {d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == root}
+    graph_records = [r for r in records if r.get("graph_node_id")]
+    timing = replay_timing(graph_records, local_ids, traced, cpu)
+    for key, stats in timing.nodes.items():
+        G.nodes[key]["replay"] = stats
+    summary = summarize_replays(timing)
+    G.graph["replays"] = timing.replays
+    return {
+        "replay_us": summary.get("gpu_span_us"),
+        "gpu_busy_us": summary.get("gpu_busy_us"),
+        "cpu_launch_us": summary.get("cpu_launch_us"),
+        "replay_wall_us": wall_plain / traced * 1e6,
+        "replay_wall_traced_us": wall_traced / traced * 1e6,
+        "tracing_overhead_pct": (wall_traced - wall_plain) / wall_plain * 100,
+        "replays": traced,
+        "timed_nodes": len(timing.nodes),
+        "untimed_nodes": timing.missing,
+        "unjoined_records": timing.unjoined,
+    }
+
+
+def _save(G: nx.DiGraph, out: Path, stem: str, dot_tmp: Path) -> Path:
+    """Write the bundle, move the dump beside it, add the manifest line."""
+    G.graph["source"] = {"format": "capture", "dot": f"{stem}.dot"}
+    bundle = graphscope.save(G, out / f"{stem}.json.gz")
+    os.replace(dot_tmp, out / f"{stem}.dot")
+    line = {"file": bundle.name, "dot": f"{stem}.dot"}
+    line.update({k: G.graph.get(k) for k in _MANIFEST_FIELDS})
+    with open(out / "manifest.jsonl", "a") as fh:  # how each bundle here was made
+        fh.write(json.dumps(line) + "\n")
+    return bundle
+
+
+def _metadata(torch: Any, command: str | None) -> dict[str, Any]:
+    return {
+        **device_info(torch),
+        **versions(),
+        "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+    }
+
+
+def _summary_line(stem: str, t: Mapping[str, Any]) -> str:
+    eager = f"eager step {t['eager_step_us']:.1f} us, " if "eager_step_us" in t else ""
+    return (
+        f"{stem}: {eager}graph replay {t['replay_wall_us']:.1f} us "
+        f"({t['replay_us']:.1f} us GPU span), CPU launch {t['cpu_launch_us']:.1f} us; "
+        f"tracing overhead {t['tracing_overhead_pct']:.1f}%"
+    )
+
+
+#: A built-in model name, ``package.module:factory``, or the factory itself.
+ModelSpec = str | Callable[[int], Step]
+
+
+def _stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "model"
+
+
+def _model_name(model: ModelSpec) -> str:
+    if isinstance(model, str):
+        return model
+    return f"{getattr(model, '__module__', '')}:{getattr(model, '__qualname__', 'factory')}"
+
+
+def _build_step(model: ModelSpec, batch_size: int) -> Step:
+    factory = resolve(model) if isinstance(model, str) else model
+    step = factory(batch_size)
+    if not isinstance(step, Step):
+        raise CaptureError(
+            f"the factory for {_model_name(model)} returned {type(step).__name__}, "
+            "not a graphscope.capture.models.Step"
+        )
+    return step
 
 
 def capture_to_bundle(
-    model: str,
+    model: ModelSpec,
     batch_size: int,
     out_dir: str | os.PathLike[str],
     *,
@@ -195,123 +330,199 @@ def capture_to_bundle(
     warmup: int = 3,
     progress: Progress | None = None,
     command: str | None = None,
+    buckets: Iterable[int] | None = None,
 ) -> Path:
-    """Capture ``model``'s decode step at ``batch_size`` and write its bundle and dump."""
+    """Capture ``model``'s decode step at ``batch_size`` and write its bundle and dump.
+
+    ``model`` is a built-in name (``tiny-gpt``, ``tiny-gpt-parallel``, ``tiny-llama``),
+    ``package.module:factory``, or a factory: a callable taking the batch size and returning
+    a :class:`~graphscope.capture.models.Step`. ``buckets`` is the set of batch sizes this
+    capture belongs to.
+    """
     say = progress or (lambda _msg: None)
     torch = require("torch")
     if not torch.cuda.is_available():
         raise CaptureError("no CUDA device is visible to torch")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{model.replace(':', '-').replace('.', '-')}-b{batch_size}"
+    name = _model_name(model)
+    stem = f"{_stem(name)}-b{batch_size}"
     say(f"{stem}: building the model")
-    step = resolve(model)(batch_size)
+    step = _build_step(model, batch_size)
+    sync = torch.cuda.synchronize
     phases: dict[str, float] = {}
+    prefill: dict[str, Any] | None = None
     if step.prefill is not None:
-        start = time.perf_counter()
-        step.prefill()
-        torch.cuda.synchronize()
-        phases["prefill_s"] = time.perf_counter() - start
-    state = _State(step.state())
+        say(f"{stem}: prefill (eager, traced)")
+        wall, records = traced_run(step.prefill, sync)
+        phases["prefill_s"] = wall
+        prefill = {"wall_us": wall * 1e6, **eager_summary(encode_eager_trace(records))}
+    state = State(step.state())
     say(f"{stem}: warming up and capturing")
-    reserved = torch.cuda.memory_reserved()
-    graph, times = capture_step(torch, step, warmup)
-    # What the capture added to PyTorch's reserved memory: the graph's private pool.
-    pool_bytes = torch.cuda.memory_reserved() - reserved
+    graph, times, attribution = capture_step(torch, step, warmup, what=stem)
     phases.update(times)
+    pool_bytes = _pool_bytes(torch, graph)
     state.restore()
     handle = int(graph.raw_cuda_graph())
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         dot_tmp = Path(tmp) / f"{stem}.dot"
         _dump_dot(handle, dot_tmp)
         say(f"{stem}: reading the graph through the driver")
-        G, introspect_s = read_captured_graph(handle, dot_tmp, _pointer_map(torch, step))
-        phases["introspect_s"] = introspect_s
+        pointers = _pointer_map(torch, _step_buffers(step), step.model)
+        G, introspect_s = read_captured_graph(handle, dot_tmp, pointers)
+        labelled = _attach_attribution(G, attribution)
         kernels = sum(1 for _, d in G.nodes(data=True) if d["type"] == "KERNEL")
         say(
-            f"{stem}: {G.number_of_nodes()} nodes ({kernels} kernels); timing {replays} "
-            "replays without and with tracing"
+            f"{stem}: {G.number_of_nodes()} nodes ({kernels} kernels, {labelled} attributed); "
+            f"timing up to {replays} replays without and with tracing"
         )
-        graph.replay()  # instantiates
-        torch.cuda.synchronize()
-        # Traced replays are capped so that their records fit CUPTI's buffers: records drained
-        # by the Python callback inside the loop would be timed too (DESIGN.md).
-        traced = max(10, min(replays, TRACE_RECORDS // max(kernels, 1)))
-        wall_plain, _, _ = _timed_replays(torch, graph, state, traced, trace=False)
-        wall_traced, cpu, records = _timed_replays(torch, graph, state, traced, trace=True)
-        eager_us, eager_cpu_us = _timed_eager(torch, step, state, min(replays, 50))
+        timing = _time_replays(G, graph.replay, sync, state, replays)
+        say(f"{stem}: timing and tracing the same step eagerly")
+        with torch.no_grad():
+            eager_us, eager_cpu_us = timed_eager(step.run, sync, state, min(replays, 50))
+            state.restore()
+            _, records = traced_run(step.run, sync, state.restore)
         state.restore()
-        root = G.graph["root_graph_ids"][0]
-        local_ids = {d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == root}
-        graph_records = [r for r in records if r.get("graph_node_id")]
-        timing = replay_timing(graph_records, local_ids, traced, cpu)
-        for key, stats in timing.nodes.items():
-            G.nodes[key]["replay"] = stats
-        summary = summarize_replays(timing)
+        trace = encode_eager_trace(records)
+        joined = join_eager(G, trace)
+        for key, entry in joined.nodes.items():
+            G.nodes[key]["eager"] = entry
+        G.graph["eager_trace"] = trace
+        G.graph["eager_summary"] = eager_summary(trace)
+        G.graph["parity"] = joined.parity
         G.graph["timing"] = {
-            "replay_us": summary.get("gpu_span_us"),
-            "gpu_busy_us": summary.get("gpu_busy_us"),
-            "cpu_launch_us": summary.get("cpu_launch_us"),
+            **timing,
             "eager_step_us": eager_us,
             "eager_cpu_us": eager_cpu_us,
-            "replay_wall_us": wall_plain / traced * 1e6,
-            "replay_wall_traced_us": wall_traced / traced * 1e6,
-            "tracing_overhead_pct": (wall_traced - wall_plain) / wall_plain * 100,
-            "replays": traced,
-            "timed_nodes": len(timing.nodes),
-            "untimed_nodes": timing.missing,
-            "unjoined_records": timing.unjoined,
             "introspect_us_per_node": introspect_s / max(G.number_of_nodes(), 1) * 1e6,
             "graph_pool_bytes": pool_bytes,
             **phases,
         }
-        G.graph["replays"] = timing.replays
-        G.graph.update(device_info(torch))
-        G.graph.update(versions())
+        sizes = sorted(set(buckets or [batch_size]) | {batch_size})
+        G.graph.update(_metadata(torch, command))
         G.graph.update(
-            model=model,
+            model=name,
             model_description=step.description,
             batch_size=batch_size,
-            captured_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            command=command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-            source={"format": "capture", "dot": f"{stem}.dot"},
+            buckets={"sizes": sizes, "padding": PADDING_RULE},
+            attributed_nodes=labelled,
+            prefill=prefill,
         )
-        bundle = graphscope.save(G, out / f"{stem}.json.gz")
-        os.replace(dot_tmp, out / f"{stem}.dot")
-    t = G.graph["timing"]
-    with open(out / "manifest.jsonl", "a") as fh:  # how each bundle here was made
-        fh.write(
-            json.dumps(
-                {
-                    "file": bundle.name,
-                    "dot": f"{stem}.dot",
-                    **{
-                        k: G.graph[k]
-                        for k in (
-                            "command",
-                            "model",
-                            "batch_size",
-                            "device",
-                            "driver",
-                            "cuda_driver_api",
-                            "cuda",
-                            "python",
-                            "torch",
-                            "cuda-bindings",
-                            "cupti-python",
-                            "transformers",
-                            "graphscope_version",
-                            "captured_at",
-                        )
-                    },
-                }
-            )
-            + "\n"
-        )
+        bundle = _save(G, out, stem, dot_tmp)
+    parity = joined.parity
     say(
-        f"{stem}: eager step {t['eager_step_us']:.1f} us, graph replay "
-        f"{t['replay_wall_us']:.1f} us ({t['replay_us']:.1f} us GPU span), CPU launch "
-        f"{t['cpu_launch_us']:.1f} us; tracing overhead {t['tracing_overhead_pct']:.1f}%; "
-        f"wrote {bundle}"
+        f"{_summary_line(stem, G.graph['timing'])}; eager/graph parity: "
+        f"{'same' if parity['ok'] else 'DIFFERS'} ({parity['matched']} of "
+        f"{parity['graph_ops']} nodes joined); wrote {bundle}"
     )
+    return bundle
+
+
+def capture_buckets(
+    model: ModelSpec,
+    batch_sizes: Iterable[int] = DEFAULT_BUCKETS,
+    out_dir: str | os.PathLike[str] = ".",
+    **options: Any,
+) -> list[Path]:
+    """One graph per batch size, each with its own memory pool; writes ``<model>.buckets.json``.
+
+    That file lists each bucket's bundle, replay time, node count and graph memory,
+    and the padding rule. Options are those of :func:`capture_to_bundle`.
+    """
+    sizes = sorted(set(batch_sizes))
+    if not sizes or sizes[0] < 1:
+        raise CaptureError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
+    bundles = [capture_to_bundle(model, size, out_dir, buckets=sizes, **options) for size in sizes]
+    entries = []
+    for size, path in zip(sizes, bundles, strict=True):
+        G = graphscope.load(path)
+        t = G.graph["timing"]
+        entries.append(
+            {
+                "batch_size": size,
+                "bundle": path.name,
+                "nodes": G.number_of_nodes(),
+                "replay_us": t["replay_wall_us"],
+                "eager_step_us": t["eager_step_us"],
+                "graph_pool_bytes": t["graph_pool_bytes"],
+            }
+        )
+    name = _model_name(model)
+    index = {"model": name, "padding": PADDING_RULE, "buckets": entries}
+    write_atomic(Path(out_dir) / f"{_stem(name)}.buckets.json", json.dumps(index, indent=1) + "\n")
+    return bundles
+
+
+def inspect_graph(
+    graph: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    name: str = "graph",
+    replays: int = 200,
+    state: Iterable[Any] = (),
+    buffers: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
+    command: str | None = None,
+) -> Path:
+    """Read and time a graph someone else captured (vLLM, SGLang, your own engine) as it is.
+
+    ``graph`` is a ``torch.cuda.CUDAGraph`` captured with ``keep_graph=True`` (replayed with
+    its own ``replay()``), or a ``cudaGraph_t``/``CUgraph`` handle or its integer value
+    (instantiated here and launched on a new stream). Replays run the graph's kernels on its
+    buffers as they are: pass the tensors a replay mutates as ``state`` to have them restored,
+    and ``buffers`` (name -> tensor) to name pointers in kernel arguments. There is no eager
+    step and no attribution: only the code that captured the graph could say those.
+    """
+    say = progress or (lambda _msg: None)
+    torch = require("torch")
+    drv = driver()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = _stem(name)
+    cleanup: list[Callable[[], Any]] = []
+    if hasattr(graph, "raw_cuda_graph"):
+        try:
+            handle = int(graph.raw_cuda_graph())
+        except RuntimeError as exc:
+            raise CaptureError(
+                f"{name}: torch cannot give this CUDAGraph's graph ({exc}); capture it with "
+                "torch.cuda.CUDAGraph(keep_graph=True)"
+            ) from None
+        replay: Callable[[], Any] = graph.replay
+    else:
+        try:
+            handle = int(graph)
+        except TypeError:
+            raise CaptureError(
+                f"{name}: expected a torch.cuda.CUDAGraph or a cudaGraph_t handle, "
+                f"got {type(graph).__name__}"
+            ) from None
+        exe = check(drv.cuGraphInstantiate(drv.CUgraph(init_value=handle), 0), "cuGraphInstantiate")
+        stream = check(drv.cuStreamCreate(0), "cuStreamCreate")
+        cleanup += [lambda: drv.cuGraphExecDestroy(exe), lambda: drv.cuStreamDestroy(stream)]
+
+        def replay() -> None:
+            check(drv.cuGraphLaunch(exe, stream), "cuGraphLaunch")
+
+    def sync() -> None:
+        check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    try:
+        snapshot = State(list(state))
+        with tempfile.TemporaryDirectory(dir=out) as tmp:
+            dot_tmp = Path(tmp) / f"{stem}.dot"
+            _dump_dot(handle, dot_tmp)
+            say(f"{stem}: reading the graph through the driver")
+            pointers = _pointer_map(torch, dict(buffers or {}))
+            G, introspect_s = read_captured_graph(handle, dot_tmp, pointers)
+            say(f"{stem}: {G.number_of_nodes()} nodes; timing up to {replays} replays")
+            timing = _time_replays(G, replay, sync, snapshot, replays)
+            timing["introspect_us_per_node"] = introspect_s / max(G.number_of_nodes(), 1) * 1e6
+            G.graph["timing"] = timing
+            G.graph.update(_metadata(torch, command), model=name, batch_size=None)
+            bundle = _save(G, out, stem, dot_tmp)
+    finally:
+        for release in cleanup:
+            release()
+    say(f"{_summary_line(stem, G.graph['timing'])}; wrote {bundle}")
     return bundle

@@ -31,6 +31,8 @@ GRAPH_SECTIONS = {
     "timing": ("timing", "summary"),
     "replays": ("timing", "replays"),
     "eager_trace": ("eager", "trace"),
+    "eager_summary": ("eager", "summary"),
+    "parity": ("eager", "parity"),
 }
 #: In a node shape, this field holds an index into ``kernel_names`` instead of a name.
 NAME_REF = "@name"
@@ -342,8 +344,34 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
     for attr, (section, entry_name) in GRAPH_SECTIONS.items():
         body = doc.get(section)
         if isinstance(body, dict) and entry_name in body:
+            if attr == "eager_trace":
+                _check_trace(body[entry_name], path, f"{section}.{entry_name}")
             G.graph[attr] = body[entry_name]
     return G
+
+
+def _check_trace(trace: Any, path: Any, where: str) -> None:
+    """An eager trace holds an ``api`` and a ``gpu`` table: fields and rows that fit them."""
+    if not isinstance(trace, dict):
+        raise _fail(path, where, "not an object")
+    for name in ("api", "gpu"):
+        table = trace.get(name)
+        if (
+            not isinstance(table, dict)
+            or not isinstance(table.get("fields"), list)
+            or not isinstance(table.get("rows"), list)
+        ):
+            raise _fail(path, f"{where}.{name}", "needs a list of fields and a list of rows")
+        needed = {"name", "start_ns", "end_ns", "correlation_id"} | (
+            {"type"} if name == "gpu" else set()
+        )
+        if not needed <= set(table["fields"]):
+            missing = ", ".join(sorted(needed - set(table["fields"])))
+            raise _fail(path, f"{where}.{name}.fields", f"lacks {missing}")
+        width = len(table["fields"])
+        for i, row in enumerate(table["rows"]):
+            if type(row) is not list or len(row) != width:
+                raise _fail(path, f"{where}.{name}.rows[{i}]", f"not a row of {width} values")
 
 
 def _fail_on_edges(edges: list[Any], nodes: dict[str, Any], path: Any) -> None:

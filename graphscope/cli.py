@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from . import __version__
+from .analysis.buckets import DEFAULT_BUCKETS
 from .analysis.summary import summarize
 from .errors import GraphscopeError, InputError
 from .io import detect_format, load, save
@@ -26,6 +27,48 @@ def _us(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} us"
+
+
+def _num(mapping: Any, key: str) -> float | None:
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _render_timing(s: dict[str, Any], w: Any) -> None:
+    """Eager step against graph replay, parity and attribution, where the bundle has them."""
+    timing = s.get("timing") or {}
+    eager, replay = _num(timing, "eager_step_us"), _num(timing, "replay_wall_us")
+    if eager is not None:
+        issue = _num(timing, "eager_cpu_us")
+        w(f"  eager step: {_us(eager)}" + (f" (CPU issues it in {_us(issue)})" if issue else ""))
+        traced = s.get("eager") or {}
+        idle = _num(traced, "gpu_idle_pct")
+        if idle is not None:
+            w(f"; traced, the GPU idles {idle:.0f}% of its span")
+        w("\n")
+    if replay is not None:
+        launch = _num(timing, "cpu_launch_us")
+        w(f"  graph replay: {_us(replay)}")
+        if launch is not None:
+            w(f" (CPU launch {_us(launch)})")
+        if eager:
+            w(f"; {eager / replay:.1f}x faster than eager")
+        w("\n")
+    elif _num(timing, "replay_us") is not None:
+        w(f"  graph replay: {_us(_num(timing, 'replay_us'))}\n")
+    parity = s.get("parity")
+    if parity:
+        if parity["ok"]:
+            w(f"  parity: eager and graph run the same {parity['matched']} GPU ops\n")
+        else:
+            diffs = parity["differences"]
+            w(f"  parity: {len(diffs)} differences between the eager step and the graph\n")
+            for line in diffs[:10]:
+                w(f"    {line}\n")
+            if len(diffs) > 10:
+                w(f"    ... {len(diffs) - 10} more (--json for all)\n")
+    if s.get("attributed_nodes"):
+        w(f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes have module and op\n")
 
 
 def render_summary(path: str, s: dict[str, Any], out: TextIO, top: int = 25) -> None:
@@ -48,10 +91,7 @@ def render_summary(path: str, s: dict[str, Any], out: TextIO, top: int = 25) -> 
             f"  replay: {s['timed_nodes']} nodes timed, node times add up to "
             f"{_us(s['replay_node_time_us'])}\n"
         )
-    timing = s.get("timing") or {}
-    for label, key in (("eager step", "eager_step_us"), ("graph replay", "replay_us")):
-        if isinstance(timing.get(key), (int, float)):
-            w(f"  {label}: {_us(float(timing[key]))}\n")
+    _render_timing(s, w)
     kernels = s["kernels"]
     if not kernels:
         return
@@ -108,16 +148,16 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from .capture import session  # needs torch, cuda-python and cupti-python
 
     command = "graphscope " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
-    for batch in args.batch_sizes:
-        session.capture_to_bundle(
-            args.model,
-            batch,
-            args.out,
-            replays=args.replays,
-            warmup=args.warmup,
-            progress=lambda msg: print(msg, flush=True),
-            command=command,
-        )
+    bundles = session.capture_buckets(
+        args.model,
+        args.batch_sizes,
+        args.out,
+        replays=args.replays,
+        warmup=args.warmup,
+        progress=lambda msg: print(msg, flush=True),
+        command=command,
+    )
+    print(f"{len(bundles)} bundles in {args.out}, listed in its .buckets.json")
     return 0
 
 
@@ -160,15 +200,18 @@ def build_parser() -> argparse.ArgumentParser:
         "pip install 'graphscope[capture]'.",
     )
     capture.add_argument(
-        "--model", required=True, help="tiny-gpt, tiny-llama, or package.module:factory"
+        "--model",
+        required=True,
+        help="tiny-gpt, tiny-gpt-parallel (two streams), tiny-llama, or package.module:factory",
     )
     capture.add_argument(
         "--batch-sizes",
         type=int,
         nargs="+",
-        default=[1, 2, 4, 8],
+        default=list(DEFAULT_BUCKETS),
         metavar="N",
-        help="one graph per batch size (default 1 2 4 8)",
+        help="one graph per batch size; a batch pads up to the next one "
+        f"(default {' '.join(map(str, DEFAULT_BUCKETS))})",
     )
     capture.add_argument("--out", required=True, help="folder for the bundles")
     capture.add_argument(

@@ -194,6 +194,14 @@ def save(G: nx.DiGraph, path: str | os.PathLike[str]) -> Path:
             data = dumps(G).encode("utf-8")
     else:
         raise InputError(p, "unknown output format: use .json, .json.gz or .dot")
+    return write_atomic(p, data)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` to ``path`` whole or not at all: a temporary file beside it, renamed."""
+    p = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
     directory = p.parent if str(p.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(p, f"directory {directory} does not exist")

@@ -10,6 +10,7 @@ import networkx as nx
 import pytest
 
 import graphscope
+from graphscope.analysis.eager import encode_eager_trace
 from graphscope.bundle import to_document
 from graphscope.errors import BundleFormatError
 from graphscope.model import SCHEMA_VERSION
@@ -39,7 +40,33 @@ def _with_sections(G: nx.DiGraph) -> nx.DiGraph:
         G.nodes[key]["attribution"] = {"module": f"model.layers.{i % 4}.mlp", "op": "aten::mm"}
     G.graph["timing"] = {"eager_step_us": 4800.0, "replay_us": 470.0}
     G.graph["replays"] = [{"cpu_launch_us": 12.0, "gpu_span_us": 470.0, "gpu_busy_us": 400.0}]
-    G.graph["eager_trace"] = {"kernels": [{"name": "k", "start_us": 0.0, "end_us": 1.0}]}
+    G.graph["eager_trace"] = encode_eager_trace(
+        [
+            {
+                "kind": "runtime",
+                "api": "cudaLaunchKernel",
+                "start": 10,
+                "end": 14,
+                "correlation_id": 7,
+                "thread_id": 1,
+            },
+            {
+                "kind": "concurrent_kernel",
+                "name": "k",
+                "start": 20,
+                "end": 25,
+                "correlation_id": 7,
+                "stream_id": 3,
+                "grid_x": 1,
+                "grid_y": 1,
+                "grid_z": 1,
+                "block_x": 32,
+                "block_y": 1,
+                "block_z": 1,
+                "dynamic_shared_memory": 0,
+            },
+        ]
+    )
     G.graph["model"] = "tiny-llama"
     return G
 

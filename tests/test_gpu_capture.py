@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 import graphscope
+from graphscope.analysis.summary import summarize
 from graphscope.cli import main
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.mark.parametrize("model", ["tiny-gpt", "tiny-llama"])
-def test_capture_writes_a_timed_bundle(model: str, tmp_path: Path) -> None:
+def test_capture_writes_a_timed_attributed_bundle(model: str, tmp_path: Path) -> None:
     from graphscope.capture import session
 
     bundle = session.capture_to_bundle(model, 2, tmp_path, replays=60)
@@ -28,11 +30,121 @@ def test_capture_writes_a_timed_bundle(model: str, tmp_path: Path) -> None:
         assert 0 < data["replay"]["min_us"] <= data["replay"]["median_us"]
         assert data["registers"] > 0 and data["max_threads_per_block"] > 0
         assert all("value" in arg for arg in data["args"])
+        assert data["attribution"]["op"].startswith("aten::")
+        assert data["attribution"]["file"] and data["attribution"]["line"] > 0
+        assert data["eager"]["duration_us"] > 0 and data["eager"]["launch_api"]
+    in_modules = [d for d in kernels if d["attribution"]["module"] is not None]
+    assert len(in_modules) >= 0.9 * len(kernels)
     named = {p["buffer"] for d in kernels for p in d.get("pointers", []) if "buffer" in p}
     assert any(name.startswith("param:") for name in named)
     assert any(name.startswith("input:") for name in named)
     timing = G.graph["timing"]
     assert timing["replay_us"] > 0 and timing["cpu_launch_us"] > 0
     assert timing["unjoined_records"] == 0
+    assert timing["graph_pool_bytes"] > 0
+    assert G.graph["parity"]["ok"], summarize(G)["parity"]
+    assert G.graph["eager_summary"]["kernels"] == len(kernels)
+    prefill = G.graph["prefill"]
+    assert prefill["kernels"] > 0 and 0 < prefill["gpu_busy_us"] <= prefill["gpu_span_us"]
     assert G.graph["batch_size"] == 2 and G.graph["device"]
     assert main(["inspect", str(bundle)]) == 0
+
+
+def test_capture_command_writes_buckets_of_a_multi_stream_model(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ["--model", "tiny-gpt-parallel", "--batch-sizes", "2", "1", "--out", str(out)]
+    assert main(["capture", *args, "--replays", "30"]) == 0
+    index = json.loads((out / "tiny-gpt-parallel.buckets.json").read_text())
+    assert [b["batch_size"] for b in index["buckets"]] == [1, 2]
+    for entry in index["buckets"]:
+        G = graphscope.load(out / entry["bundle"])
+        assert G.number_of_nodes() == entry["nodes"]
+        assert G.graph["buckets"]["sizes"] == [1, 2]
+        assert summarize(G)["widest_level"] >= 2  # attention and MLP branches side by side
+        streams = {e["stream"] for _, d in G.nodes(data=True) if (e := d.get("eager"))}
+        assert len(streams) >= 2
+        assert G.graph["parity"]["ok"]
+    lines = (out / "manifest.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["command"] for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("factory", "op"),
+    [
+        ("breaks_item", "aten::_local_scalar_dense"),
+        ("breaks_sync", None),
+        ("breaks_cpu_tensor", "aten::"),
+    ],
+)
+def test_a_capture_that_breaks_names_op_module_and_line(
+    factory: str, op: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gpu_models
+    import torch
+
+    line = gpu_models.breaking_line(factory)
+    out = tmp_path / "out"
+    status = main(
+        ["capture", "--model", f"gpu_models:{factory}", "--batch-sizes", "1", "--out", str(out)]
+    )
+    assert status == 1
+    message = capsys.readouterr().err.strip()
+    assert message.count("\n") == 0, message
+    assert f"gpu_models.py:{line}" in message
+    assert "in layer" in message
+    if op is not None:
+        assert op in message
+    assert "still usable" in message
+    assert not list(out.glob("*.json.gz")) and not list(out.glob("*.dot"))
+    assert not (out / "manifest.jsonl").exists()
+    assert torch.ones(3, device="cuda").sum().item() == 3.0  # the context still works
+    assert torch.rand(3, device="cuda").lt(1).all()  # and so does the RNG the capture held
+
+
+def test_inspect_graph_reads_a_graph_the_user_captured(tmp_path: Path) -> None:
+    import torch
+    from graphscope.capture import session
+
+    x = torch.randn(256, 256, device="cuda")
+    y = torch.empty_like(x)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            y.copy_(torch.relu(x @ x))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        y.copy_(torch.relu(x @ x))
+    graph.replay()
+    for target, name in ((graph, "engine"), (int(graph.raw_cuda_graph()), "raw")):
+        bundle = session.inspect_graph(
+            target, tmp_path, name=name, replays=20, buffers={"input:x": x, "output:y": y}
+        )
+        G = graphscope.load(bundle)
+        kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+        assert kernels and all(d["replay"]["count"] == 20 for d in kernels)
+        named = {p["buffer"] for d in kernels for p in d.get("pointers", []) if "buffer" in p}
+        assert "input:x" in named
+        assert (tmp_path / f"{name}.dot").exists()
+
+
+def _python_blocks(doc: Path) -> list[str]:
+    text = doc.read_text()
+    return [block.split("```", 1)[0] for block in text.split("```python\n")[1:]]
+
+
+def test_the_capture_docs_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = Path(__file__).resolve().parent.parent / "docs" / "CAPTURE.md"
+    blocks = _python_blocks(doc)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {"__name__": "capture_docs"})
+    index = json.loads((tmp_path / "bundles" / "capture_docs-my_step.buckets.json").read_text())
+    assert [b["batch_size"] for b in index["buckets"]] == [1, 2, 4]
+    G = graphscope.load(tmp_path / "bundles" / "capture_docs-my_step-b1.json.gz")
+    kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    assert kernels and all(d["attribution"]["op"].startswith("aten::") for d in kernels)
+    assert {d["attribution"]["module"] for d in kernels} >= {"0", "1", "2"}
+    assert G.graph["parity"]["ok"]
+    assert (tmp_path / "bundles" / "engine.json.gz").exists()

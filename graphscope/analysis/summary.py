@@ -24,6 +24,27 @@ def _median(data: dict[str, Any]) -> float | None:
     return None
 
 
+def _parity(parity: Any) -> dict[str, Any] | None:
+    """The parity verdict with its differences as one list of short lines."""
+    if not isinstance(parity, dict):
+        return None
+    lines = [
+        f"only in the graph: {d.get('what')} ({d.get('node')})"
+        for d in parity.get("only_in_graph", [])
+    ]
+    lines += [f"only in the eager step: {d.get('what')}" for d in parity.get("only_in_eager", [])]
+    lines += [
+        f"{d.get('node')}: {d.get('field')} {d.get('graph')} in the graph, {d.get('eager')} eagerly"
+        for d in parity.get("config", [])
+    ]
+    lines += [
+        f"{d.get('what')}: {d.get('graph')} in the graph, {d.get('eager')} eagerly"
+        for d in parity.get("counts", [])
+    ]
+    keys = ("ok", "matched", "graph_ops", "eager_ops")
+    return {**{k: parity.get(k) for k in keys}, "differences": lines}
+
+
 def summarize(G: nx.DiGraph) -> dict[str, Any]:
     """A summary of ``G`` as plain data (the ``--json`` output of ``inspect``)."""
     members: dict[int, list[str]] = defaultdict(list)
@@ -65,6 +86,7 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         kernels.values(), key=lambda k: (-(k["replay_us"] or 0.0), -k["count"], k["short_name"])
     )
     roots = [g for g in graphs if g["parent"] is None]
+    attributed = sum(1 for _, d in G.nodes(data=True) if isinstance(d.get("attribution"), dict))
     timed = [m for m in (_median(d) for _, d in G.nodes(data=True)) if m is not None]
     return {
         "nodes": G.number_of_nodes(),
@@ -77,6 +99,9 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         "timed_nodes": len(timed),
         "replay_node_time_us": sum(timed) if timed else None,
         "timing": G.graph.get("timing"),
+        "eager": G.graph.get("eager_summary"),
+        "parity": _parity(G.graph.get("parity")),
+        "attributed_nodes": attributed,
         "metadata": {
             k: v
             for k, v in G.graph.items()

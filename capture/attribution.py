@@ -1,0 +1,194 @@
+"""Label every node a capture creates with the nn.Module path, the aten op and the source line.
+
+Works on a 13.0 driver, where PyTorch's own node annotations need 13.1 (DESIGN.md): a CUPTI
+callback on the RESOURCE domain's GRAPHNODE_CREATED fires inside the CUDA call that creates
+each node, on the thread running the step, while global module hooks keep a stack of running
+modules and a ``TorchDispatchMode`` knows the running aten op. The callback reads both, and
+the innermost Python frame outside torch, at that moment.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from graphscope.errors import CaptureError
+
+from ._cuda import cupti, require
+from .failure import FailureSite, frames_of, innermost_module, user_site
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_MODELS = str((Path(_HERE) / "models.py").resolve())
+
+
+def _library_paths(torch: Any) -> tuple[str, ...]:
+    """Folders and files whose frames are never the user's line.
+
+    torch, CUDA and CUPTI, and graphscope's own machinery; not ``capture/models.py``, whose
+    built-in models are the user's code when the CLI captures them.
+    """
+    import graphscope
+
+    paths = [
+        os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
+        os.path.join(os.path.dirname(os.path.abspath(graphscope.__file__)), "cli.py"),
+    ]
+    for name in ("cupti", "cuda"):
+        module = sys.modules.get(name)
+        paths += [os.path.abspath(p) + os.sep for p in getattr(module, "__path__", None) or []]
+    for folder in {os.path.dirname(os.path.abspath(graphscope.__file__)), _HERE}:
+        for file in Path(folder).rglob("*.py"):
+            if str(file.resolve()) != _MODELS:
+                paths.append(str(file))
+    return tuple(paths)
+
+
+def _stack(frame: FrameType | None) -> list[FrameType]:
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()  # outermost first, like a traceback
+    return frames
+
+
+class Attribution:
+    """While active, records a label per created node; keyed by CUPTI's packed node id.
+
+    ``labels[(graph_id << 32) | local_id]`` is ``{"module", "op", "file", "line",
+    "function"}``: ``module`` is the ``named_modules()`` path of the innermost module running
+    (``""`` for the model itself, None when no module ran: code of the step around the model).
+    ``failure`` is set when an aten op raised.
+    """
+
+    def __init__(self, model: Any = None) -> None:
+        self.torch = require("torch")
+        self.names: dict[int, str] = (
+            {id(m): name for name, m in model.named_modules()} if model is not None else {}
+        )
+        self.modules: list[str] = []
+        self.op: str | None = None
+        self.labels: dict[int, dict[str, Any]] = {}
+        self.failure: FailureSite | None = None
+        self._skip = _library_paths(self.torch)
+        self._handles: list[Any] = []
+        self._mode: Any = None
+        self._subscriber: Any = None
+
+    def name_of(self, module: Any) -> str | None:
+        return self.names.get(id(module))
+
+    # Module hooks: a stack of the running modules' paths.
+    def _enter_module(self, module: Any, args: Any) -> None:
+        name = self.names.get(id(module))
+        self.modules.append(type(module).__name__ if name is None else name)
+
+    def _leave_module(self, module: Any, args: Any, output: Any) -> None:
+        name = self.names.get(id(module))
+        mine = type(module).__name__ if name is None else name
+        # Pop down to this module: entries above it belong to modules whose forward raised
+        # and whose exception the model caught.
+        while self.modules:
+            if self.modules.pop() == mine:
+                break
+
+    def _node_created(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        api = cupti()
+        if int(cbid) != int(api.CallbackIdResource.GRAPHNODE_CREATED):
+            return
+        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
+        packed = int(api.get_graph_node_id(int(node)))
+        site = user_site(_stack(sys._getframe(1)), self._skip)
+        self.labels[packed] = {
+            "module": self.modules[-1] if self.modules else None,
+            "op": self.op,
+            "file": site.file,
+            "line": site.line,
+            "function": site.function,
+        }
+
+    def note_failure(self, tb: TracebackType | None) -> None:
+        """Remember where an op raised; the first failure wins."""
+        if self.failure is not None:
+            return
+        frames = frames_of(tb)
+        frames = _stack(frames[0].f_back) + frames if frames else _stack(sys._getframe(1))
+        site = user_site(frames, self._skip)
+        site.op = self.op
+        site.module = innermost_module(frames, self.name_of)
+        self.failure = site
+
+    def site_of(self, exc: BaseException) -> FailureSite:
+        """Where ``exc`` (or the first error of its chain) came from in the user's code."""
+        from .failure import first_error
+
+        if self.failure is not None:
+            return self.failure
+        cause = first_error(exc)
+        frames = frames_of(cause.__traceback__)
+        site = user_site(frames, self._skip)
+        site.module = innermost_module(frames, self.name_of)
+        return site
+
+    def __enter__(self) -> Attribution:
+        torch = self.torch
+        hooks = torch.nn.modules.module
+        self._handles = [
+            hooks.register_module_forward_pre_hook(self._enter_module),
+            hooks.register_module_forward_hook(self._leave_module),
+        ]
+        self._mode = _op_tracker(self)
+        self._mode.__enter__()
+        api = cupti()
+        try:
+            self._subscriber = api.subscribe(self._node_created, None)
+            api.enable_callback(
+                1,
+                self._subscriber,
+                api.CallbackDomain.RESOURCE,
+                api.CallbackIdResource.GRAPHNODE_CREATED,
+            )
+        except api.cuptiError as exc:
+            self.__exit__(None, None, None)
+            raise CaptureError(
+                f"CUPTI could not watch node creation: {exc} (is another profiler, such as "
+                "torch.profiler or Nsight, attached?)"
+            ) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._subscriber is not None:
+            cupti().unsubscribe(self._subscriber)
+            self._subscriber = None
+        if self._mode is not None:
+            self._mode.__exit__(None, None, None)
+            self._mode = None
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        self.modules.clear()
+        self.op = None
+
+
+def _op_tracker(attribution: Attribution) -> Any:
+    """A TorchDispatchMode that keeps ``attribution.op`` set to the running aten op."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class OpTracker(TorchDispatchMode):  # type: ignore[misc]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            previous = attribution.op
+            attribution.op = func._schema.name  # "aten::mm"
+            try:
+                return func(*args, **(kwargs or {}))
+            except Exception as exc:
+                attribution.note_failure(exc.__traceback__)
+                raise
+            finally:
+                attribution.op = previous
+
+    return OpTracker()
