@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
@@ -161,6 +162,25 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .app.server import create_app  # needs dash and plotly
+
+    missing = [f for f in args.files if not Path(f).is_file()]
+    if missing:
+        raise InputError(missing[0], "no such file")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"graphscope: warning: serving on {args.host}: anyone who can reach this machine "
+            "can read the graphs it shows",
+            file=sys.stderr,
+        )
+    app = create_app(args.files)
+    shown = "the bundled samples" if not args.files else f"{len(args.files)} file(s)"
+    print(f"graphscope: showing {shown} at http://{args.host}:{args.port}/ (Ctrl-C stops it)")
+    app.run(host=args.host, port=args.port, debug=False)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphscope",
@@ -191,6 +211,16 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("input", metavar="IN")
     convert.add_argument("output", metavar="OUT")
     convert.set_defaults(run=cmd_convert)
+    serve = sub.add_parser(
+        "serve",
+        help="open graphs in the dashboard (a local web app)",
+        description="Start the dashboard on the given graph files (.dot, .json, .json.gz), or "
+        "on the bundled samples when none are given. More files can be dropped into the page.",
+    )
+    serve.add_argument("files", nargs="*", metavar="FILE")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    serve.set_defaults(run=cmd_serve)
     capture = sub.add_parser(
         "capture",
         help="capture a model's decode step on the GPU and write bundles",

@@ -98,3 +98,11 @@ def test_inspect_shows_times_from_a_bundle(
     assert "eager step: 4.80 ms" in out and "graph replay: 470.0 us" in out
     kernel_lines = [line for line in out.splitlines() if line.strip().startswith("1 ")]
     assert "nvjet" in kernel_lines[0] and "50.0 us" in kernel_lines[0]  # slowest first
+
+
+def test_serve_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", str(tmp_path / "gone.dot")]) == 2
+    assert (
+        capsys.readouterr().err.strip()
+        == f"graphscope: error: {tmp_path / 'gone.dot'}: no such file"
+    )

@@ -1,0 +1,229 @@
+"""The DAG as a Plotly figure: nodes coloured by type or by replay time, edges with direction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from typing import Any
+
+import networkx as nx
+import plotly.graph_objects as go
+
+from graphscope.model import display_name
+
+from .layout import Layout
+
+#: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.
+SVG_LIMIT = 3000
+# One colour per node type, from Plotly's qualitative palette (colour-blind-safe order first).
+TYPE_COLOURS = {
+    "KERNEL": "#1f77b4",
+    "MEMCPY": "#ff7f0e",
+    "MEMSET": "#2ca02c",
+    "HOST": "#d62728",
+    "GRAPH": "#9467bd",
+    "CONDITIONAL": "#8c564b",
+    "EMPTY": "#c7c7c7",
+    "EVENT_RECORD": "#e377c2",
+    "WAIT_EVENT": "#f7b6d2",
+    "MEM_ALLOC": "#bcbd22",
+    "MEM_FREE": "#dbdb8d",
+    "EXT_SEMAS_SIGNAL": "#17becf",
+    "EXT_SEMAS_WAIT": "#9edae5",
+    "BATCH_MEM_OP": "#7f7f7f",
+}
+_HEAD = 0.28  # how far short of its target an edge stops, in node spacings, for the arrowhead
+
+
+def replay_us(data: dict[str, Any]) -> float | None:
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None
+
+
+def has_timing(G: nx.DiGraph) -> bool:
+    return any(replay_us(d) is not None for _, d in G.nodes(data=True))
+
+
+def _hover(key: str, data: dict[str, Any]) -> str:
+    # Plotly renders hover text as its own small markup; names are escaped so that a kernel
+    # name with <...> template arguments shows as text, not as tags.
+    name = display_name(data) if data.get("type") == "KERNEL" else data.get("type", "?")
+    time = replay_us(data)
+    text = _escape(f"{name}  ({key})")
+    if time is not None:
+        text += f"<br>replay {time:.2f} us"
+    module = (data.get("attribution") or {}).get("module")
+    if module:
+        text += f"<br>{_escape(module)}"
+    return text
+
+
+def _ticks(low: float, high: float) -> list[float]:
+    """1-2-5 steps between 10**low and 10**high us, for a log-scaled colour bar."""
+    out = []
+    for decade in range(math.floor(low) - 1, math.ceil(high) + 1):
+        for step in (1, 2, 5):
+            value = step * 10.0**decade
+            if 10**low <= value * 1.0001 and value <= 10**high * 1.0001:
+                out.append(value)
+    return out or [10**low]
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Scattergl]:
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for a, b in G.edges():
+        (x0, y0), (x1, y1) = lay.pos[a], lay.pos[b]
+        if arrows:
+            length = math.hypot(x1 - x0, y1 - y0) or 1.0
+            x1, y1 = x1 - (x1 - x0) / length * _HEAD, y1 - (y1 - y0) / length * _HEAD
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    line = {"color": "#9a9a9a", "width": 1}
+    if not arrows:
+        return [go.Scattergl(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]
+    sizes = [0 if i % 3 == 0 else 9 for i in range(len(xs))]
+    marker = {"symbol": "arrow", "angleref": "previous", "size": sizes, "color": "#9a9a9a"}
+    return [
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines+markers",
+            line=line,
+            marker=marker,
+            hoverinfo="skip",
+            name="edges",
+            showlegend=False,
+        )
+    ]
+
+
+def build_figure(
+    G: nx.DiGraph,
+    lay: Layout,
+    colour: str = "type",
+    selected: str | None = None,
+    matches: Collection[str] = (),
+) -> go.Figure:
+    """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median)."""
+    svg = G.number_of_nodes() <= SVG_LIMIT
+    Scatter = go.Scatter if svg else go.Scattergl
+    traces: list[Any] = list(_edges(G, lay, arrows=svg))
+    keys = list(G.nodes)
+    if colour == "time" and has_timing(G):
+        times = [replay_us(G.nodes[k]) for k in keys]
+        logs = [math.log10(t) if t and t > 0 else None for t in times]
+        known = [v for v in logs if v is not None]
+        low, high = min(known), max(known)
+        ticks = _ticks(low, high)
+        traces.append(
+            Scatter(
+                x=[lay.pos[k][0] for k in keys],
+                y=[lay.pos[k][1] for k in keys],
+                mode="markers",
+                customdata=keys,
+                hovertext=[_hover(k, G.nodes[k]) for k in keys],
+                hoverinfo="text",
+                name="nodes",
+                showlegend=False,
+                marker={
+                    "size": 11,
+                    "color": [v if v is not None else low for v in logs],
+                    "colorscale": "Viridis",
+                    "cmin": low,
+                    "cmax": high,
+                    "colorbar": {
+                        "title": {"text": "replay (us)"},
+                        "tickvals": [math.log10(t) for t in ticks],
+                        "ticktext": [f"{t:g}" for t in ticks],
+                    },
+                    "line": {"width": 0},
+                },
+            )
+        )
+    else:
+        by_type: dict[str, list[str]] = {}
+        for k in keys:
+            by_type.setdefault(G.nodes[k].get("type", "?"), []).append(k)
+        for kind in sorted(by_type, key=lambda t: -len(by_type[t])):
+            members = by_type[kind]
+            traces.append(
+                Scatter(
+                    x=[lay.pos[k][0] for k in members],
+                    y=[lay.pos[k][1] for k in members],
+                    mode="markers",
+                    customdata=members,
+                    hovertext=[_hover(k, G.nodes[k]) for k in members],
+                    hoverinfo="text",
+                    name=f"{kind} ({len(members)})",
+                    marker={"size": 11, "color": TYPE_COLOURS.get(kind, "#444444")},
+                )
+            )
+    if matches:
+        found = [k for k in matches if k in lay.pos]
+        traces.append(
+            Scatter(
+                x=[lay.pos[k][0] for k in found],
+                y=[lay.pos[k][1] for k in found],
+                mode="markers",
+                customdata=found,
+                hoverinfo="skip",
+                name=f"matches ({len(found)})",
+                marker={
+                    "size": 17,
+                    "color": "rgba(0,0,0,0)",
+                    "line": {"color": "#ff9900", "width": 3},
+                },
+            )
+        )
+    if selected in lay.pos:
+        x, y = lay.pos[selected]
+        traces.append(
+            Scatter(
+                x=[x],
+                y=[y],
+                mode="markers",
+                customdata=[selected],
+                hoverinfo="skip",
+                name="selected",
+                marker={
+                    "size": 21,
+                    "color": "rgba(0,0,0,0)",
+                    "line": {"color": "#d62728", "width": 3},
+                },
+            )
+        )
+    fig = go.Figure(traces)
+    width = max((x for x, _ in lay.pos.values()), default=0.0)
+    annotations = [
+        {
+            "x": -0.8,
+            "y": row["y"],
+            "text": _escape(row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"),
+            "showarrow": False,
+            "xanchor": "right",
+            "font": {"size": 10, "color": "#555555"},
+        }
+        for row in lay.rows
+    ]
+    fig.update_layout(
+        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        plot_bgcolor="white",
+        dragmode="pan",
+        clickmode="event",
+        hovermode="closest",
+        uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
+        legend={"orientation": "h", "y": 1.02, "x": 0},
+        annotations=annotations if len(annotations) <= 400 else [],
+        # Room on the left for the row labels, which the axis range would otherwise clip.
+        xaxis={"visible": False, "range": [-14, width + 1]},
+        yaxis={"visible": False, "autorange": "reversed"},
+        height=max(420, min(900, 40 * (len(lay.rows) + 1) * 2)),
+    )
+    return fig

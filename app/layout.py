@@ -1,0 +1,112 @@
+"""Where each node sits on the page: topological levels, wrapped into rows.
+
+A decode step is a chain of hundreds of kernels. Drawn level by level it is a ladder hundreds of
+levels long; here the levels are cut into rows that read left to right and top to bottom, a new
+row starting where the layer changes (``model.layers.3`` from attribution) or where a row is
+full. Branches stack within a row, one lane per node of a level. Child and conditional-body
+graphs are laid out the same way below their parent graph.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+#: Levels in a row before it wraps, when no layer boundary comes first.
+ROW_LEVELS = 50
+#: A layer change starts a new row only after this many levels: graphs whose layers
+#: interleave node by node would otherwise get a row per node.
+MIN_ROW = 6
+# A layer is the module path up to and including its first numeric part: model.layers.3
+_LAYER = re.compile(r"^(.*?\.\d+)(?:\.|$)")
+
+
+def layer_of(data: dict[str, Any]) -> str | None:
+    """The layer a node's attribution puts it in (``model.layers.3``), or None."""
+    label = data.get("attribution")
+    module = label.get("module") if isinstance(label, dict) else None
+    if not module:
+        return None
+    match = _LAYER.match(module)
+    return match.group(1) if match else None
+
+
+@dataclass
+class Layout:
+    """Node positions and the rows they were cut into."""
+
+    pos: dict[str, tuple[float, float]] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # graph_id, label, y, nodes
+
+
+def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
+    sub = G.subgraph(members)
+    order = {key: i for i, key in enumerate(sorted(members, key=lambda k: G.nodes[k]["local_id"]))}
+    return [sorted(level, key=order.__getitem__) for level in nx.topological_generations(sub)]
+
+
+def _cut(G: nx.DiGraph, levels: list[list[str]], row_levels: int) -> list[list[list[str]]]:
+    """Split the levels into rows where the layer changes (into, out of or between layers)
+    and where a row is full."""
+    rows: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    layer: str | None = None
+    for level in levels:
+        here = layer_of(G.nodes[level[0]])
+        if current and ((here != layer and len(current) >= MIN_ROW) or len(current) >= row_levels):
+            rows.append(current)
+            current = []
+        layer = here
+        current.append(level)
+    if current:
+        rows.append(current)
+    return rows
+
+
+def _row_label(G: nx.DiGraph, row: list[list[str]], graph_id: int) -> str:
+    keys = [key for level in row for key in level]
+    layers = {layer_of(G.nodes[key]) for key in keys}
+    if len(layers) == 1 and None not in layers:
+        return str(layers.pop())
+    modules: list[str] = []
+    for key in keys:
+        label = G.nodes[key].get("attribution")
+        module = label.get("module") if isinstance(label, dict) else None
+        if module and module not in modules:
+            modules.append(module)
+    if modules:
+        text = ", ".join(modules[:3]) + (", ..." if len(modules) > 3 else "")
+        return text
+    first, last = G.nodes[keys[0]]["local_id"], G.nodes[keys[-1]]["local_id"]
+    return f"graph {graph_id}: nodes {first}..{last}"
+
+
+def layout(G: nx.DiGraph, row_levels: int = ROW_LEVELS) -> Layout:
+    """Positions for every node: x grows along a row, y grows downwards (plotted reversed)."""
+    by_graph: dict[int, list[str]] = {}
+    for key, data in G.nodes(data=True):
+        by_graph.setdefault(int(data.get("graph_id", 0)), []).append(key)
+    roots = [int(g) for g in G.graph.get("root_graph_ids") or []]
+    order = [g for g in roots if g in by_graph] + sorted(g for g in by_graph if g not in roots)
+    out = Layout()
+    y = 0.0
+    for graph_id in order:
+        for row in _cut(G, _levels(G, by_graph[graph_id]), row_levels):
+            width = max(len(level) for level in row)
+            for x, level in enumerate(row):
+                for lane, key in enumerate(level):
+                    out.pos[key] = (float(x), y + lane)
+            out.rows.append(
+                {
+                    "graph_id": graph_id,
+                    "label": _row_label(G, row, graph_id),
+                    "y": y,
+                    "nodes": sum(len(level) for level in row),
+                }
+            )
+            y += width + 1
+        y += 1  # a blank line between graphs
+    return out

@@ -1,0 +1,74 @@
+"""Make the dashboard screenshots in docs/img from the real app in headless Chromium.
+
+    python docs/screenshots.py     # needs Debian's chromium and chromium-driver, and selenium
+
+Opens the tiny-llama b1 sample coloured by replay time, clicks its slowest node and saves the
+page; then opens a DOT dump. Nothing in the pictures is edited.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from graphscope.app.server import create_app
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+from werkzeug.serving import make_server
+
+import graphscope
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
+DOT = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
+OUT = ROOT / "docs" / "img"
+
+
+def main() -> None:
+    app = create_app([LLAMA, DOT])
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    wait = WebDriverWait(driver, 20)
+    try:
+        driver.get(f"http://127.0.0.1:{server.server_port}/")
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .points path")))
+        driver.find_element(By.CSS_SELECTOR, "#colour input[value=time]").click()
+        time.sleep(1.5)
+        G = graphscope.load(LLAMA)
+        slowest = max(
+            (k for k, d in G.nodes(data=True) if "replay" in d),
+            key=lambda k: G.nodes[k]["replay"]["median_us"],
+        )
+        keys = sorted(G.nodes, key=lambda k: G.nodes[k]["local_id"])
+        points = driver.find_elements(
+            By.CSS_SELECTOR, "#dag .scatterlayer .trace:nth-child(2) .points path"
+        )
+        # The one node trace holds the nodes in the graph's own order.
+        index = list(G.nodes).index(slowest)
+        assert len(points) == len(keys)
+        ActionChains(driver).move_to_element(points[index]).pause(0.4).click().perform()
+        wait.until(
+            ec.text_to_be_present_in_element((By.ID, "node-title"), G.nodes[slowest]["short_name"])
+        )
+        # Move the pointer off the graph so that no hover label covers the picture.
+        ActionChains(driver).move_to_element(driver.find_element(By.ID, "node-title")).perform()
+        time.sleep(0.5)
+        driver.save_screenshot(str(OUT / "dashboard-slowest-node.png"))
+        print(f"slowest node {slowest}: {G.nodes[slowest]['short_name']}")
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""The dashboard's parts without a browser: layout, figure, node panel, sources, search."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+from graphscope.app import server
+from graphscope.app.figure import build_figure, has_timing
+from graphscope.app.layout import layer_of, layout
+from graphscope.app.panel import node_panel
+from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files
+
+import graphscope
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
+PARALLEL = ROOT / "samples" / "bundles" / "tiny-gpt-parallel-b1.json.gz"
+ALL_TYPES = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
+
+
+def _text(component: Any) -> str:
+    """All text a Dash component tree would show."""
+    if isinstance(component, (list, tuple)):
+        return " ".join(_text(c) for c in component)
+    if isinstance(component, str):
+        return component
+    children = getattr(component, "children", None)
+    return _text(children) if children is not None else ""
+
+
+def test_a_decode_chain_wraps_into_one_row_per_layer() -> None:
+    G = graphscope.load(LLAMA)
+    lay = layout(G)
+    assert set(lay.pos) == set(G)
+    labels = [row["label"] for row in lay.rows]
+    assert labels[1:5] == [f"model.layers.{i}" for i in range(4)]
+    assert labels[0].startswith("model.embed_tokens") and "lm_head" in labels[5]
+    assert len(labels) == 6
+    assert sum(row["nodes"] for row in lay.rows) == G.number_of_nodes()
+    # Every edge goes forwards: along its row, or from the end of one row to the next.
+    for a, b in G.edges():
+        (xa, ya), (xb, yb) = lay.pos[a], lay.pos[b]
+        assert yb > ya or (yb == ya and xb > xa)
+    assert max(x for x, _ in lay.pos.values()) < 60  # no 212-step ladder
+
+
+def test_parallel_branches_get_lanes_side_by_side() -> None:
+    G = graphscope.load(PARALLEL)
+    lay = layout(G)
+    levels: dict[tuple[float, float], int] = {}
+    for x, y in lay.pos.values():
+        levels[(x, y)] = levels.get((x, y), 0) + 1
+    assert max(levels.values()) == 1  # no two nodes on one spot
+    spots = set(lay.pos.values())
+    rows_with_two_lanes = {y for x, y in spots if (x, y + 1) in spots}
+    assert rows_with_two_lanes  # attention and MLP drawn beside each other
+
+
+def test_child_graphs_are_laid_out_below_their_parent() -> None:
+    G = graphscope.load(ALL_TYPES)
+    lay = layout(G)
+    root = G.graph["root_graph_ids"][0]
+    root_rows = [r for r in lay.rows if r["graph_id"] == root]
+    others = [r for r in lay.rows if r["graph_id"] != root]
+    assert root_rows and others and max(r["y"] for r in root_rows) < min(r["y"] for r in others)
+    assert set(lay.pos) == set(G)
+
+
+def test_layer_of_reads_the_module_path() -> None:
+    assert (
+        layer_of({"attribution": {"module": "model.layers.3.self_attn.o_proj"}}) == "model.layers.3"
+    )
+    assert layer_of({"attribution": {"module": "blocks.0"}}) == "blocks.0"
+    assert layer_of({"attribution": {"module": "lm_head"}}) is None
+    assert layer_of({}) is None
+
+
+def test_figure_colours_by_type_or_by_replay_time() -> None:
+    G = graphscope.load(LLAMA)
+    lay = layout(G)
+    by_type = build_figure(G, lay, "type")
+    names = [t.name for t in by_type.data]
+    assert "KERNEL (211)" in names and "MEMCPY (1)" in names
+    by_time = build_figure(G, lay, "time", selected="graph_1_node_3", matches=["graph_1_node_4"])
+    [nodes] = [t for t in by_time.data if t.name == "nodes"]
+    assert len(nodes.customdata) == G.number_of_nodes()
+    assert nodes.marker.colorbar.title.text == "replay (us)"
+    assert {t.name for t in by_time.data} >= {"selected", "matches (1)"}
+    # Hover text is escaped: template arguments show as text, not as tags.
+    assert any("&lt;" in h for h in nodes.hovertext) and not any(
+        "<Half" in h for h in nodes.hovertext
+    )
+
+
+def test_a_dot_file_has_no_timing_and_colours_by_type() -> None:
+    G = graphscope.load(ALL_TYPES)
+    assert not has_timing(G)
+    fig = build_figure(G, layout(G), "time")
+    assert any(t.name and t.name.startswith("CONDITIONAL") for t in fig.data)
+
+
+def test_node_panel_shows_launch_timing_origin_arguments_and_neighbours() -> None:
+    G = graphscope.load(LLAMA)
+    key = next(
+        k
+        for k, d in G.nodes(data=True)
+        if (d.get("attribution") or {}).get("module") == "model.layers.3.self_attn.o_proj"
+    )
+    data = G.nodes[key]
+    text = _text(node_panel(G, key))
+    for expected in (
+        data["short_name"],
+        data["name"],
+        str(data["grid"]),
+        "registers per thread",
+        f"{data['replay']['median_us']:.2f} us",
+        f"{data['replay']['p90_us']:.2f} us",
+        f"{data['eager']['duration_us']:.2f} us",
+        "replay - eager",
+        "model.layers.3.self_attn.o_proj",
+        "aten::mm",
+        "modeling_llama.py",
+        f"Arguments ({len(data['args'])})",
+        "depends on",
+        "followed by",
+    ):
+        assert expected in text, expected
+    [before] = list(G.predecessors(key))
+    assert before in text
+
+
+def test_search_takes_a_regex_or_plain_text() -> None:
+    G = graphscope.load(LLAMA)
+    found, warning = server._matches(G, r"o_proj$")
+    assert warning is None and len(found) == 4
+    found, warning = server._matches(G, "(anonymous")  # not a regex: searched as text
+    assert warning and "regular expression" in warning and found
+    assert server._matches(G, "") == ([], None)
+
+
+def test_a_bad_file_keeps_its_one_line_error(tmp_path: Path) -> None:
+    registry = Registry()
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps({"directed": True, "nodes": [], "links": []}))
+    source = registry.load(registry.add_path(bad).id)
+    assert source.graph is None and source.error and "other.json" in source.error
+    assert "\n" not in source.error
+    missing = registry.load(registry.add_path(tmp_path / "gone.dot").id)
+    assert missing.error and "gone.dot" in missing.error
+
+
+def _upload(payload: bytes) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
+
+
+def test_uploads_are_loaded_checked_and_limited(tmp_path: Path) -> None:
+    registry = Registry()
+    good = registry.add_upload("tiny.json.gz", _upload(LLAMA.read_bytes()), tmp_path)
+    assert good.error is None and good.graph is not None and good.graph.number_of_nodes() == 212
+    truncated = registry.add_upload("cut.json.gz", _upload(LLAMA.read_bytes()[:5000]), tmp_path)
+    assert (
+        truncated.error
+        and "cut.json.gz" in truncated.error
+        and str(tmp_path) not in truncated.error
+    )
+    wrong = registry.add_upload("notes.txt", _upload(b"hello"), tmp_path)
+    assert wrong.error and "not a graph file" in wrong.error
+    big = registry.add_upload("big.json", _upload(b" " * (UPLOAD_LIMIT + 1)), tmp_path)
+    assert big.error and "upload limit" in big.error
+
+
+def test_the_app_opens_the_samples_when_given_no_files() -> None:
+    assert any(p.name == "tiny-llama-b1.json.gz" for p in sample_files())
+    app = server.create_app()
+    dropdown = app.layout.children[0].children[1]
+    assert dropdown.value is not None and len(dropdown.options) == len(sample_files())
+
+
+def test_cards_come_from_the_bundle() -> None:
+    G = graphscope.load(LLAMA)
+    text = _text(server._cards(G))
+    t = G.graph["timing"]
+    assert f"{t['eager_step_us']:.0f} us" in text and f"{t['replay_wall_us']:.0f} us" in text
+    assert f"{t['eager_step_us'] / t['replay_wall_us']:.1f}x" in text
+    assert "GPU idle share" in text
+    dot_text = _text(server._cards(graphscope.load(ALL_TYPES)))
+    assert "speedup" not in dot_text

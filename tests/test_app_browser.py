@@ -1,0 +1,115 @@
+"""The dashboard in a real headless Chromium: open a sample, click a node, open a bad file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("selenium")
+from graphscope.app.server import create_app
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+from werkzeug.serving import make_server
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+BUNDLES = Path(__file__).resolve().parent.parent / "samples" / "bundles"
+
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    if os.environ.get("GRAPHSCOPE_REQUIRE_BROWSER"):
+        raise RuntimeError("CI needs Debian's chromium and chromium-driver: .ci/run installs them")
+    pytest.skip(
+        "no chromium/chromedriver (apt-get install chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--window-size=1600,1000",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    yield driver
+    driver.quit()
+
+
+def _serve(paths: list[Path]) -> tuple[str, Any]:
+    app = create_app(paths)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/", server
+
+
+def _wait(driver: Any, css: str, timeout: float = 20) -> Any:
+    return WebDriverWait(driver, timeout).until(
+        ec.presence_of_element_located((By.CSS_SELECTOR, css))
+    )
+
+
+def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
+    url, server = _serve([BUNDLES / "tiny-gpt-b1.json.gz"])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        # The node traces come after the edge trace; click the first kernel node drawn.
+        points = browser.find_elements(
+            By.CSS_SELECTOR, "#dag .scatterlayer .trace:nth-child(2) .points path"
+        )
+        assert len(points) > 20
+        # Plotly takes clicks on its drag layer above the points: a real mouse move and click
+        # at the node's place, as a person does it.
+        ActionChains(browser).move_to_element(points[5]).pause(0.3).click().perform()
+        title = _wait(browser, "#node-title")
+        timing = _wait(browser, "#node-timing")
+        assert title.text  # the kernel's short name
+        assert "replay median" in timing.text and " us" in timing.text
+        launch = browser.find_element(By.ID, "node-launch").text
+        assert "grid" in launch and "block" in launch and "registers per thread" in launch
+        assert title.text in launch  # the same kernel's name in the launch table
+        os.makedirs("/tmp/shots", exist_ok=True)
+        browser.save_screenshot("/tmp/shots/node-panel.png")
+    finally:
+        server.shutdown()
+
+
+def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "broken.json"
+    bad.write_text('{"nodes": [1, 2')
+    url, server = _serve([bad, BUNDLES / "tiny-gpt-b1.json.gz"])
+    try:
+        browser.get(url)
+        error = _wait(browser, "#load-error")
+        assert "broken.json" in error.text
+        # Pick the good file from the list: the page still works.
+        browser.find_element(By.CSS_SELECTOR, "#source").click()
+        options = WebDriverWait(browser, 10).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]")
+        )
+        [good] = [o for o in options if "tiny-gpt-b1" in o.text]
+        good.click()
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        assert not browser.find_elements(By.ID, "load-error")
+    finally:
+        server.shutdown()
