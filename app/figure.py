@@ -224,6 +224,6 @@ def build_figure(
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-14, width + 1]},
         yaxis={"visible": False, "autorange": "reversed"},
-        height=max(420, min(900, 40 * (len(lay.rows) + 1) * 2)),
+        height=max(360, min(760, 70 * (len(lay.rows) + 1))),
     )
     return fig

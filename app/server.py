@@ -20,6 +20,7 @@ from .figure import build_figure, has_timing
 from .layout import Layout, layout
 from .panel import node_panel
 from .sources import SUFFIXES, UPLOAD_LIMIT, Registry, sample_files
+from .timeline import build_timeline, has_timeline
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 0; color: #222; }
@@ -162,7 +163,14 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
             html.Main(
                 [
                     html.Div(
-                        dcc.Graph(id="dag", config={"scrollZoom": True, "displaylogo": False}),
+                        [
+                            dcc.Graph(id="dag", config={"scrollZoom": True, "displaylogo": False}),
+                            # Below the DAG, so that the node panel beside them stays in view.
+                            html.Div(
+                                dcc.Graph(id="timeline", config={"displaylogo": False}),
+                                id="timeline-pane",
+                            ),
+                        ],
                         id="graph-pane",
                     ),
                     html.Div(
@@ -196,6 +204,8 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
         Output("cards", "children"),
         Output("matches", "data"),
         Output("match-count", "children"),
+        Output("timeline", "figure"),
+        Output("timeline-pane", "style"),
         Input("source", "value"),
         Input("colour", "value"),
         Input("search", "value"),
@@ -211,7 +221,7 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                 "No graph to show: give files to graphscope serve, or drop one here.",
                 className="muted",
             )
-            return {}, hidden, message, [], [], ""
+            return {}, hidden, message, [], [], "", {}, hidden
         registry.load(source.id)
         if source.error is not None:
             return (
@@ -221,6 +231,8 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                 [],
                 [],
                 "",
+                {},
+                hidden,
             )
         G = source.graph
         assert G is not None
@@ -240,11 +252,16 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
         key = selected if isinstance(selected, str) and selected in G else None
         fig = build_figure(G, layout_of(source.id, G), colour, key, found)
         count = f"{len(found)} matches" if search else ""
-        return fig, {}, notes, _cards(G), found, count
+        if has_timeline(G):
+            timeline, timeline_style = build_timeline(G, key), {}
+        else:
+            timeline, timeline_style = {}, hidden
+        return fig, {}, notes, _cards(G), found, count, timeline, timeline_style
 
     @app.callback(
         Output("selected", "data"),
         Input("dag", "clickData"),
+        Input("timeline", "clickData"),
         Input({"type": "nav", "key": ALL}, "n_clicks"),
         Input("prev", "n_clicks"),
         Input("next", "n_clicks"),
@@ -255,6 +272,7 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
     )
     def select(
         click: Any,
+        timeline_click: Any,
         nav: Any,
         prev: int,
         nxt: int,
@@ -275,8 +293,9 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
             if not any(nav):  # the buttons were just drawn, not clicked
                 return dash.no_update
             return trigger["key"]
-        if click and click.get("points"):
-            point = click["points"][0]
+        clicked = timeline_click if trigger == "timeline" else click
+        if clicked and clicked.get("points"):
+            point = clicked["points"][0]
             return point.get("customdata") or dash.no_update
         return dash.no_update
 

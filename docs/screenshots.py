@@ -35,7 +35,7 @@ def main() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1000"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1250"):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
     wait = WebDriverWait(driver, 20)

@@ -192,3 +192,32 @@ def test_cards_come_from_the_bundle() -> None:
     assert "GPU idle share" in text
     dot_text = _text(server._cards(graphscope.load(ALL_TYPES)))
     assert "speedup" not in dot_text
+
+
+def test_timeline_puts_eager_and_replay_on_one_axis() -> None:
+    from graphscope.app.timeline import ROWS, build_timeline
+
+    G = graphscope.load(LLAMA)
+    key = "graph_1_node_47"
+    fig = build_timeline(G, key)
+    by_name = {t.name: t for t in fig.data}
+    launches, gpu, replay = (
+        by_name["launch calls"],
+        by_name["eager GPU work"],
+        by_name["replayed nodes"],
+    )
+    assert set(launches.y) == {ROWS[0]} and set(gpu.y) == {ROWS[1]} and set(replay.y) == {ROWS[3]}
+    # Every node with GPU work has one bar in each of the three rows, keyed by the node.
+    assert sorted(launches.customdata) == sorted(gpu.customdata) == sorted(replay.customdata)
+    assert len(replay.customdata) == G.number_of_nodes()
+    data = G.nodes[key]
+    i = list(replay.customdata).index(key)
+    assert replay.base[i] == data["replay"]["start_us"]
+    assert replay.x[i] == pytest.approx(data["replay"]["median_us"])
+    j = list(gpu.customdata).index(key)
+    assert gpu.base[j] == data["eager"]["start_us"]
+    assert by_name["graph launch"].x[0] == G.graph["timing"]["cpu_launch_us"]
+    assert sorted(by_name["selected"].y) == sorted([ROWS[0], ROWS[1], ROWS[3]])
+    # The eager step's gaps are visible: its GPU bars cover under a tenth of its span.
+    busy = sum(gpu.x)
+    assert busy < 0.1 * (max(b + x for b, x in zip(gpu.base, gpu.x, strict=True)) - min(gpu.base))

@@ -113,3 +113,22 @@ def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: 
         assert not browser.find_elements(By.ID, "load-error")
     finally:
         server.shutdown()
+
+
+def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
+    url, server = _serve([BUNDLES / "tiny-gpt-b1.json.gz"])
+    try:
+        browser.get(url)
+        bars = WebDriverWait(browser, 20).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline .barlayer .trace .point path")
+        )
+        assert len(bars) > 60
+        # Zoom out is the default view: pick the widest bar of the eager GPU row's trace.
+        traces = browser.find_elements(By.CSS_SELECTOR, "#timeline .barlayer .trace")
+        gpu_bars = traces[2].find_elements(By.CSS_SELECTOR, ".point path")
+        widest = max(gpu_bars, key=lambda b: b.size["width"])
+        ActionChains(browser).move_to_element(widest).pause(0.3).click().perform()
+        title = _wait(browser, "#node-title")
+        assert title.text and "eager duration" in browser.find_element(By.ID, "node-timing").text
+    finally:
+        server.shutdown()
