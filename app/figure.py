@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 
 from graphscope.model import display_name
 
+from .groups import GROUP
 from .layout import Layout
 
 #: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.
@@ -31,11 +32,16 @@ TYPE_COLOURS = {
     "EXT_SEMAS_SIGNAL": "#17becf",
     "EXT_SEMAS_WAIT": "#9edae5",
     "BATCH_MEM_OP": "#7f7f7f",
+    GROUP: "#6a3d9a",
 }
 _HEAD = 0.28  # how far short of its target an edge stops, in node spacings, for the arrowhead
 
 
 def replay_us(data: dict[str, Any]) -> float | None:
+    """A node's replay median, or a collapsed group's total, in us."""
+    if data.get("type") == GROUP:
+        total = data.get("time_us")
+        return float(total) if total else None
     replay = data.get("replay")
     if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
         return float(replay["median_us"])
@@ -47,6 +53,12 @@ def has_timing(G: nx.DiGraph) -> bool:
 
 
 def _hover(key: str, data: dict[str, Any]) -> str:
+    if data.get("type") == GROUP:
+        total = data.get("time_us") or 0.0
+        return (
+            _escape(f"{data['group']}: {data['members']} nodes, {total:.1f} us in replay")
+            + "<br>click to expand"
+        )
     # Plotly renders hover text as its own small markup; names are escaped so that a kernel
     # name with <...> template arguments shows as text, not as tags.
     name = display_name(data) if data.get("type") == "KERNEL" else data.get("type", "?")
@@ -104,6 +116,14 @@ def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Sca
     ]
 
 
+def ring_at(lay: Layout, key: str | None) -> tuple[list[float], list[float]]:
+    """Where the selection ring goes: the last trace of every figure (patched on a click)."""
+    if key is None or key not in lay.pos:
+        return [], []
+    x, y = lay.pos[key]
+    return [x], [y]
+
+
 def build_figure(
     G: nx.DiGraph,
     lay: Layout,
@@ -133,7 +153,10 @@ def build_figure(
                 name="nodes",
                 showlegend=False,
                 marker={
-                    "size": 11,
+                    "size": [16 if G.nodes[k].get("type") == GROUP else 11 for k in keys],
+                    "symbol": [
+                        "square" if G.nodes[k].get("type") == GROUP else "circle" for k in keys
+                    ],
                     "color": [v if v is not None else low for v in logs],
                     "colorscale": "Viridis",
                     "cmin": low,
@@ -161,8 +184,12 @@ def build_figure(
                     customdata=members,
                     hovertext=[_hover(k, G.nodes[k]) for k in members],
                     hoverinfo="text",
-                    name=f"{kind} ({len(members)})",
-                    marker={"size": 11, "color": TYPE_COLOURS.get(kind, "#444444")},
+                    name=f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})",
+                    marker={
+                        "size": 16 if kind == GROUP else 11,
+                        "symbol": "square" if kind == GROUP else "circle",
+                        "color": TYPE_COLOURS.get(kind, "#444444"),
+                    },
                 )
             )
     if matches:
@@ -182,23 +209,21 @@ def build_figure(
                 },
             )
         )
-    if selected in lay.pos:
-        x, y = lay.pos[selected]
-        traces.append(
-            Scatter(
-                x=[x],
-                y=[y],
-                mode="markers",
-                customdata=[selected],
-                hoverinfo="skip",
-                name="selected",
-                marker={
-                    "size": 21,
-                    "color": "rgba(0,0,0,0)",
-                    "line": {"color": "#d62728", "width": 3},
-                },
-            )
+    x, y = ring_at(lay, selected)
+    traces.append(
+        Scatter(
+            x=x,
+            y=y,
+            mode="markers",
+            hoverinfo="skip",
+            name="selected",
+            marker={
+                "size": 21,
+                "color": "rgba(0,0,0,0)",
+                "line": {"color": "#d62728", "width": 3},
+            },
         )
+    )
     fig = go.Figure(traces)
     width = max((x for x, _ in lay.pos.values()), default=0.0)
     annotations = [

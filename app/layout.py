@@ -43,8 +43,13 @@ class Layout:
 
 
 def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
+    ranks = sorted(members, key=lambda k: (G.nodes[k]["local_id"], k))
+    order = {key: i for i, key in enumerate(ranks)}
     sub = G.subgraph(members)
-    order = {key: i for i, key in enumerate(sorted(members, key=lambda k: G.nodes[k]["local_id"]))}
+    if not nx.is_directed_acyclic_graph(sub):
+        # Collapsed groups can depend on each other both ways (a module that runs before and
+        # after a layer); such a graph is drawn as the chain of its nodes in creation order.
+        return [[key] for key in ranks]
     return [sorted(level, key=order.__getitem__) for level in nx.topological_generations(sub)]
 
 
@@ -55,7 +60,9 @@ def _cut(G: nx.DiGraph, levels: list[list[str]], row_levels: int) -> list[list[l
     current: list[list[str]] = []
     layer: str | None = None
     for level in levels:
-        here = layer_of(G.nodes[level[0]])
+        first = G.nodes[level[0]]
+        # A collapsed group is a layer of its own: rows of groups wrap only when full.
+        here = None if first.get("type") == "GROUP" else layer_of(first)
         if current and ((here != layer and len(current) >= MIN_ROW) or len(current) >= row_levels):
             rows.append(current)
             current = []

@@ -130,8 +130,8 @@ def _links(G: nx.DiGraph, keys: list[str], title: str) -> list[Any]:
     return [html.Div([html.Span(f"{title}: "), *buttons, *more])]
 
 
-def node_panel(G: nx.DiGraph, key: str) -> list[Any]:
-    """The panel's children for node ``key``."""
+def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list[Any]:
+    """The panel's children for node ``key``; ``groups``: the open groups it can fold into."""
     data = G.nodes[key]
     kind = data.get("type", "?")
     title = display_name(data) if kind == "KERNEL" else kind

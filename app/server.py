@@ -14,13 +14,14 @@ from typing import Any
 
 import dash
 import networkx as nx
-from dash import ALL, Input, Output, State, dcc, html
+from dash import ALL, Input, Output, Patch, State, dcc, html
 
-from .figure import build_figure, has_timing
+from .figure import build_figure, has_timing, ring_at
+from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, group_levels
 from .layout import Layout, layout
 from .panel import node_panel
 from .sources import SUFFIXES, UPLOAD_LIMIT, Registry, sample_files
-from .timeline import build_timeline, has_timeline
+from .timeline import build_timeline, has_timeline, timeline_ring
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 0; color: #222; }
@@ -95,24 +96,62 @@ def _matches(G: nx.DiGraph, text: str) -> tuple[list[str], str | None]:
     return found, warning
 
 
-def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
-    """The app over ``paths`` (the bundled samples when there are none)."""
+def _drawn_as(levels: dict[str, list[str]], key: str, expanded: set[str]) -> str:
+    """The drawn node that holds ``key``: its outermost collapsed group, or itself."""
+    for group in levels.get(key, []):
+        if group not in expanded:
+            return "group:" + group
+    return key
+
+
+def default_grouping(source_id: str, G: nx.DiGraph) -> dict[str, Any]:
+    """How a graph opens: expanded, or with every group collapsed when it is large."""
+    mode = "collapsed" if G.number_of_nodes() > COLLAPSE_ABOVE else "expanded"
+    return {"source": source_id, "default": mode, "toggled": []}
+
+
+def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.Dash:
+    """The app over ``paths`` (the bundled samples when there are none).
+
+    With ``preload`` the first file is read and laid out before this returns, so that the
+    page is quick from its first request (``graphscope serve`` prints the address after).
+    """
     registry = Registry()
     given = [Path(p) for p in paths]
     for path in given or sample_files():
         registry.add_path(path, str(path) if given else f"sample: {path.name}")
     uploads = Path(tempfile.mkdtemp(prefix="graphscope-uploads-"))
-    layouts: dict[str, Layout] = {}
+    levels_cache: dict[str, dict[str, list[str]]] = {}
+    # The last few drawn views (collapsed graph and layout) by source and expanded groups.
+    views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = {}
 
     def graph_of(source_id: str | None) -> nx.DiGraph | None:
         if registry.get(source_id) is None:
             return None
         return registry.load(source_id or "").graph
 
-    def layout_of(source_id: str, G: nx.DiGraph) -> Layout:
-        if source_id not in layouts:
-            layouts[source_id] = layout(G)
-        return layouts[source_id]
+    def levels_of(source_id: str, G: nx.DiGraph) -> dict[str, list[str]]:
+        if source_id not in levels_cache:
+            levels_cache[source_id] = group_levels(G)
+        return levels_cache[source_id]
+
+    def expanded_of(source_id: str, G: nx.DiGraph, state: Any) -> set[str]:
+        """Expanded groups from the page's state: a default and the groups toggled from it."""
+        groups = all_groups(levels_of(source_id, G))
+        state = state if isinstance(state, dict) and state.get("source") == source_id else None
+        if state is None:
+            state = default_grouping(source_id, G)
+        toggled = set(state["toggled"]) & groups
+        return groups - toggled if state["default"] == "expanded" else toggled
+
+    def view_of(source_id: str, G: nx.DiGraph, expanded: set[str]) -> tuple[nx.DiGraph, Layout]:
+        key = (source_id, frozenset(expanded))
+        if key not in views:
+            if len(views) > 8:
+                views.pop(next(iter(views)))
+            shown = collapsed(G, levels_of(source_id, G), expanded)
+            views[key] = (shown, layout(shown))
+        return views[key]
 
     def options() -> list[dict[str, str]]:
         return [{"label": s.label, "value": s.id} for s in registry.sources.values()]
@@ -156,6 +195,8 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                     html.Button("previous", id="prev", n_clicks=0),
                     html.Button("next", id="next", n_clicks=0),
                     html.Span(id="match-count", className="muted"),
+                    html.Button("collapse all", id="collapse-all", n_clicks=0),
+                    html.Button("expand all", id="expand-all", n_clicks=0),
                 ]
             ),
             html.Div(id="status", style={"padding": "4px 16px"}),
@@ -180,6 +221,8 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                 ]
             ),
             dcc.Store(id="selected"),
+            dcc.Store(id="grouping"),
+            dcc.Store(id="rings"),
             dcc.Store(id="matches", data=[]),
         ]
     )
@@ -206,14 +249,21 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
         Output("match-count", "children"),
         Output("timeline", "figure"),
         Output("timeline-pane", "style"),
+        Output("rings", "data"),
         Input("source", "value"),
         Input("colour", "value"),
         Input("search", "value"),
-        Input("selected", "data"),
+        Input("grouping", "data"),
+        State("selected", "data"),
     )
     def draw(
-        source_id: str | None, colour: str, search: str | None, selected: str | None
+        source_id: str | None,
+        colour: str,
+        search: str | None,
+        grouping: Any,
+        selected: str | None,
     ) -> tuple[Any, ...]:
+        """The whole page for a graph; a selection alone only moves the rings (``rings``)."""
         hidden = {"display": "none"}
         source = registry.get(source_id)
         if source is None:
@@ -221,7 +271,7 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                 "No graph to show: give files to graphscope serve, or drop one here.",
                 className="muted",
             )
-            return {}, hidden, message, [], [], "", {}, hidden
+            return {}, hidden, message, [], [], "", {}, hidden, None
         registry.load(source.id)
         if source.error is not None:
             return (
@@ -233,6 +283,7 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
                 "",
                 {},
                 hidden,
+                None,
             )
         G = source.graph
         assert G is not None
@@ -250,62 +301,183 @@ def create_app(paths: Iterable[str | Path] = ()) -> dash.Dash:
         if warning:
             notes.append(html.Div(f"search: {warning}", className="muted"))
         key = selected if isinstance(selected, str) and selected in G else None
-        fig = build_figure(G, layout_of(source.id, G), colour, key, found)
+        if dash.ctx.triggered_id == "source":
+            key = None  # a new file: what was selected belonged to the last one
+        expanded = expanded_of(source.id, G, grouping)
+        shown, lay = view_of(source.id, G, expanded)
+        drawn = {
+            k: k if k in shown else _drawn_as(levels_of(source.id, G), k, expanded) for k in found
+        }
+        ring = (
+            key
+            if key is None or key in shown
+            else _drawn_as(levels_of(source.id, G), key, expanded)
+        )
+        collapsed_groups = sum(1 for _, d in shown.nodes(data=True) if d.get("type") == GROUP)
+        if collapsed_groups:
+            notes.append(
+                html.Div(
+                    f"{collapsed_groups} groups collapsed ({G.number_of_nodes()} nodes in all): "
+                    "click a square to expand it.",
+                    className="muted",
+                    id="collapsed-note",
+                )
+            )
+        fig = build_figure(shown, lay, colour, ring, sorted(set(drawn.values())))
         count = f"{len(found)} matches" if search else ""
+        rings = {"dag": len(fig.data) - 1, "timeline": None}
         if has_timeline(G):
-            timeline, timeline_style = build_timeline(G, key), {}
+            timeline, timeline_style = build_timeline(G, key, shown), {}
+            rings["timeline"] = len(timeline.data) - 1
         else:
             timeline, timeline_style = {}, hidden
-        return fig, {}, notes, _cards(G), found, count, timeline, timeline_style
+        return fig, {}, notes, _cards(G), found, count, timeline, timeline_style, rings
+
+    @app.callback(
+        Output("dag", "figure", allow_duplicate=True),
+        Output("timeline", "figure", allow_duplicate=True),
+        Input("node-panel", "children"),
+        State("selected", "data"),
+        State("source", "value"),
+        State("grouping", "data"),
+        State("rings", "data"),
+        prevent_initial_call=True,
+    )
+    def ring(
+        _panel: Any, selected: str | None, source_id: str | None, grouping: Any, rings: Any
+    ) -> Any:
+        """Move the selection rings once the node panel is shown.
+
+        Re-rendering a figure of thousands of nodes blocks the page, so it comes after the
+        panel (this callback waits for it) and patches only the ring traces.
+        """
+        G = graph_of(source_id)
+        if G is None or source_id is None or not isinstance(rings, dict) or selected is None:
+            # Nothing selected (the page has just loaded, or a new file is drawn without one).
+            return dash.no_update, dash.no_update
+        expanded = expanded_of(source_id, G, grouping)
+        shown, lay = view_of(source_id, G, expanded)
+        key = selected if isinstance(selected, str) and selected in G else None
+        drawn = (
+            key
+            if key is None or key in shown
+            else _drawn_as(levels_of(source_id, G), key, expanded)
+        )
+        dag = Patch()
+        x, y = ring_at(lay, drawn)
+        dag["data"][rings["dag"]]["x"] = x
+        dag["data"][rings["dag"]]["y"] = y
+        if rings.get("timeline") is None:
+            return dag, dash.no_update
+        timeline = Patch()
+        ys, bases, widths = timeline_ring(G, drawn, shown)
+        timeline["data"][rings["timeline"]]["y"] = ys
+        timeline["data"][rings["timeline"]]["base"] = bases
+        timeline["data"][rings["timeline"]]["x"] = widths
+        return dag, timeline
 
     @app.callback(
         Output("selected", "data"),
+        Output("grouping", "data"),
         Input("dag", "clickData"),
         Input("timeline", "clickData"),
         Input({"type": "nav", "key": ALL}, "n_clicks"),
+        Input({"type": "collapse", "group": ALL}, "n_clicks"),
         Input("prev", "n_clicks"),
         Input("next", "n_clicks"),
+        Input("collapse-all", "n_clicks"),
+        Input("expand-all", "n_clicks"),
         Input("source", "value"),
         State("matches", "data"),
         State("selected", "data"),
+        State("grouping", "data"),
         prevent_initial_call=True,
     )
-    def select(
+    def interact(
         click: Any,
         timeline_click: Any,
         nav: Any,
+        collapse: Any,
         prev: int,
         nxt: int,
+        collapse_all: int,
+        expand_all: int,
         source_id: str,
         matches: list[str],
         current: str | None,
-    ) -> Any:
+        grouping: Any,
+    ) -> tuple[Any, Any]:
+        """What a click does: select a node (opening the groups it is in) or fold groups."""
         trigger = dash.ctx.triggered_id
-        if trigger == "source":
-            return None
+        G = graph_of(source_id)
+        if trigger == "source" or G is None:
+            return None, None
+        state = (
+            grouping if isinstance(grouping, dict) and grouping.get("source") == source_id else None
+        )
+        state = dict(state or default_grouping(source_id, G))
+        toggled = set(state["toggled"])
+        levels = levels_of(source_id, G)
+
+        def show(key: str) -> tuple[Any, Any]:
+            for group in levels.get(key, []):
+                opened = (
+                    group in toggled if state["default"] == "collapsed" else group not in toggled
+                )
+                if not opened:
+                    (toggled.add if state["default"] == "collapsed" else toggled.discard)(group)
+            return key, {**state, "toggled": sorted(toggled)}
+
+        def fold(group: str) -> tuple[Any, Any]:
+            (toggled.discard if state["default"] == "collapsed" else toggled.add)(group)
+            return dash.no_update, {**state, "toggled": sorted(toggled)}
+
+        if trigger in ("collapse-all", "expand-all"):
+            mode = "collapsed" if trigger == "collapse-all" else "expanded"
+            return dash.no_update, {"source": source_id, "default": mode, "toggled": []}
         if trigger in ("prev", "next"):
             if not matches:
-                return dash.no_update
+                return dash.no_update, dash.no_update
             step = 1 if trigger == "next" else -1
             index = matches.index(current) + step if current in matches else (0 if step > 0 else -1)
-            return matches[index % len(matches)]
-        if isinstance(trigger, dict) and trigger.get("type") == "nav":
-            if not any(nav):  # the buttons were just drawn, not clicked
-                return dash.no_update
-            return trigger["key"]
+            return show(matches[index % len(matches)])
+        if isinstance(trigger, dict) and trigger.get("type") in ("nav", "collapse"):
+            pressed = nav if trigger["type"] == "nav" else collapse
+            if not any(pressed):  # the buttons were just drawn, not clicked
+                return dash.no_update, dash.no_update
+            if trigger["type"] == "collapse":
+                return fold(trigger["group"])
+            return show(trigger["key"])
         clicked = timeline_click if trigger == "timeline" else click
-        if clicked and clicked.get("points"):
-            point = clicked["points"][0]
-            return point.get("customdata") or dash.no_update
-        return dash.no_update
+        if not (clicked and clicked.get("points")):
+            return dash.no_update, dash.no_update
+        key = clicked["points"][0].get("customdata")
+        if not isinstance(key, str):
+            return dash.no_update, dash.no_update
+        if key.startswith("group:"):
+            group = key[len("group:") :]
+            (toggled.add if state["default"] == "collapsed" else toggled.discard)(group)
+            return dash.no_update, {**state, "toggled": sorted(toggled)}
+        return show(key) if key in G else (dash.no_update, dash.no_update)
 
     @app.callback(
-        Output("node-panel", "children"), Input("selected", "data"), State("source", "value")
+        Output("node-panel", "children"),
+        Input("selected", "data"),
+        Input("grouping", "data"),
+        State("source", "value"),
     )
-    def panel(selected: str | None, source_id: str | None) -> Any:
-        G = graph_of(source_id)
-        if G is None or not isinstance(selected, str) or selected not in G:
+    def panel(selected: str | None, grouping: Any, source_id: str | None) -> Any:
+        if not isinstance(selected, str):
             return html.P("Click a node to see its details.", className="muted")
-        return node_panel(G, selected)
+        G = graph_of(source_id)
+        if G is None or source_id is None or not isinstance(selected, str) or selected not in G:
+            return html.P("Click a node to see its details.", className="muted")
+        expanded = expanded_of(source_id, G, grouping)
+        return node_panel(G, selected, enclosing(levels_of(source_id, G), selected, expanded))
 
+    if preload and first is not None:
+        source = registry.load(first)
+        if source.graph is not None:
+            G = source.graph
+            view_of(first, G, expanded_of(first, G, None))
     return app

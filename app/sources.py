@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,9 +46,14 @@ class Source:
 
 @dataclass
 class Registry:
-    """Sources by id, each loaded on first use and kept."""
+    """Sources by id, each loaded on first use and kept.
+
+    Dash runs callbacks on several threads at once; the lock keeps two of them from reading
+    the same large file twice side by side.
+    """
 
     sources: dict[str, Source] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add_path(self, path: Path, label: str | None = None) -> Source:
         source = Source(id=f"f{len(self.sources)}", label=label or str(path), path=path)
@@ -60,6 +66,11 @@ class Registry:
     def load(self, source_id: str) -> Source:
         """The source with its graph, or with ``error`` set to the reader's one line."""
         source = self.sources[source_id]
+        with self.lock:
+            self._read(source)
+        return source
+
+    def _read(self, source: Source) -> None:
         if source.graph is None and source.error is None:
             try:
                 source.graph = graphscope.load(source.path)
@@ -67,7 +78,6 @@ class Registry:
                 source.error = str(exc)
             except OSError as exc:
                 source.error = f"{source.label}: cannot read it ({exc.strerror or exc})"
-        return source
 
     def add_upload(self, filename: str, contents: str, folder: Path) -> Source:
         """An upload from the page (``data:...;base64,...``), written to ``folder`` and loaded."""

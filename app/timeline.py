@@ -18,7 +18,10 @@ from graphscope.analysis.eager import eager_calls, eager_gpu
 from graphscope.model import display_name
 
 from .figure import replay_us
+from .groups import GROUP
 
+#: Above this many bars in a row, the row is drawn with WebGL.
+BAR_LIMIT = 3000
 ROWS = ("eager: CPU calls", "eager: GPU", "graph: CPU launch", "graph: GPU (replay)")
 _COLOURS = {"launch": "#1f77b4", "call": "#c7c7c7", "gpu": "#ff7f0e", "replay": "#2ca02c"}
 
@@ -30,7 +33,28 @@ def has_timeline(G: nx.DiGraph) -> bool:
 
 def _bars(
     row: str, spans: list[tuple[float, float, str | None, str]], colour: str, name: str
-) -> go.Bar:
+) -> go.Bar | go.Scattergl:
+    if len(spans) > BAR_LIMIT:
+        # Thousands of SVG bars stall the browser: draw them as thick WebGL line segments.
+        xs: list[float | None] = []
+        ys: list[str | None] = []
+        keys: list[str | None] = []
+        texts: list[str | None] = []
+        for start, end, key, text in spans:
+            xs += [start, max(end, start + 0.05), None]
+            ys += [row, row, None]
+            keys += [key, key, None]
+            texts += [text, text, None]
+        return go.Scattergl(
+            x=xs,
+            y=ys,
+            customdata=keys,
+            hovertext=texts,
+            hoverinfo="text",
+            mode="lines",
+            line={"color": colour, "width": 14},
+            name=name,
+        )
     return go.Bar(
         y=[row] * len(spans),
         base=[start for start, _, _, _ in spans],
@@ -48,14 +72,50 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def build_timeline(G: nx.DiGraph, selected: str | None = None) -> go.Figure:
-    """The four rows as horizontal bars; the selected node's bars ringed."""
+def timeline_ring(
+    G: nx.DiGraph, key: str | None, shown: nx.DiGraph | None = None
+) -> tuple[list[str], list[float], list[float]]:
+    """Rows, starts and widths of the bars that ring ``key``: its launch call, its eager
+    kernel and its replayed kernel (or a collapsed group's replay span)."""
+    ys: list[str] = []
+    bases: list[float] = []
+    widths: list[float] = []
+
+    def ring(row: str, start: Any, length: Any) -> None:
+        if isinstance(start, (int, float)) and isinstance(length, (int, float)):
+            ys.append(row)
+            bases.append(float(start))
+            widths.append(max(float(length), 0.05))
+
+    if key is not None and shown is not None and key in shown:
+        data = shown.nodes[key]
+        if data.get("type") == GROUP and "start_us" in data:
+            ring(ROWS[3], data["start_us"], data["end_us"] - data["start_us"])
+            return ys, bases, widths
+    if key is None or key not in G:
+        return ys, bases, widths
+    data = G.nodes[key]
+    eager = data.get("eager") if isinstance(data.get("eager"), dict) else {}
+    ring(ROWS[0], eager.get("launch_start_us"), eager.get("launch_us"))
+    ring(ROWS[1], eager.get("start_us"), eager.get("duration_us"))
+    replay = data.get("replay") if isinstance(data.get("replay"), dict) else {}
+    ring(ROWS[3], replay.get("start_us"), replay.get("median_us"))
+    return ys, bases, widths
+
+
+def build_timeline(
+    G: nx.DiGraph, selected: str | None = None, shown: nx.DiGraph | None = None
+) -> go.Figure:
+    """The four rows as horizontal bars; the selected node's bars ringed.
+
+    ``shown`` is the graph as drawn: its collapsed groups are one replay bar each, from their
+    first node's start to their last node's end.
+    """
     by_index = {
         d["eager"]["index"]: k for k, d in G.nodes(data=True) if isinstance(d.get("eager"), dict)
     }
     traces: list[Any] = []
     trace = G.graph.get("eager_trace")
-    chosen: list[tuple[str, float, float]] = []
     if isinstance(trace, dict):
         ops = eager_gpu(trace)
         node_of_call: dict[Any, str] = {}
@@ -80,8 +140,6 @@ def build_timeline(G: nx.DiGraph, selected: str | None = None) -> go.Figure:
             _bars(ROWS[0], launches, _COLOURS["launch"], "launch calls"),
             _bars(ROWS[1], gpu, _COLOURS["gpu"], "eager GPU work"),
         ]
-        chosen += [(ROWS[0], s, e) for s, e, k, _ in launches if k == selected]
-        chosen += [(ROWS[1], s, e) for s, e, k, _ in gpu if k == selected]
     timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
     if isinstance(timing.get("cpu_launch_us"), (int, float)):
         launch = timing["cpu_launch_us"]
@@ -92,7 +150,12 @@ def build_timeline(G: nx.DiGraph, selected: str | None = None) -> go.Figure:
             _bars(ROWS[2], [(0.0, launch, None, text)], _COLOURS["launch"], "graph launch")
         )
     replay: list[tuple[float, float, str | None, str]] = []
-    for key, data in G.nodes(data=True):
+    for key, data in (shown if shown is not None else G).nodes(data=True):
+        if data.get("type") == GROUP and "start_us" in data:
+            start, end = data["start_us"], data["end_us"]
+            text = f"{data['group']}: {data['members']} nodes from {start:.1f} to {end:.1f} us"
+            replay.append((start, end, key, _escape(text)))
+            continue
         stats = data.get("replay")
         if isinstance(stats, dict) and isinstance(stats.get("start_us"), (int, float)):
             start, length = stats["start_us"], stats.get("median_us") or 0.0
@@ -100,19 +163,18 @@ def build_timeline(G: nx.DiGraph, selected: str | None = None) -> go.Figure:
             replay.append((start, start + length, key, text))
     if replay:
         traces.append(_bars(ROWS[3], replay, _COLOURS["replay"], "replayed nodes"))
-        chosen += [(ROWS[3], s, e) for s, e, k, _ in replay if k == selected]
-    if chosen:
-        traces.append(
-            go.Bar(
-                y=[row for row, _, _ in chosen],
-                base=[s for _, s, _ in chosen],
-                x=[max(e - s, 0.05) for _, s, e in chosen],
-                orientation="h",
-                marker={"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 3}},
-                hoverinfo="skip",
-                name="selected",
-            )
+    ys, bases, widths = timeline_ring(G, selected, shown)
+    traces.append(
+        go.Bar(
+            y=ys,
+            base=bases,
+            x=widths,
+            orientation="h",
+            marker={"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 3}},
+            hoverinfo="skip",
+            name="selected",
         )
+    )
     fig = go.Figure(traces)
     fig.update_layout(
         barmode="overlay",

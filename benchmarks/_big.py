@@ -82,3 +82,43 @@ def big_bundle_graph(min_nodes: int) -> nx.DiGraph:
                 G.add_edge(previous, new, headlabel=0)
             previous = new
     return G
+
+
+DECODE = Path(__file__).resolve().parent.parent / "samples" / "bundles" / "tiny-llama-b1.json.gz"
+
+
+def big_decode_bundle(min_nodes: int) -> nx.DiGraph:
+    """A deep model's decode graph: the real tiny-llama b1 bundle chained copy after copy.
+
+    Each copy's layers are numbered on from the last (copy k holds model.layers.4k to 4k+3)
+    and its replay starts are shifted by the replay span, so attribution and timing read as
+    one model of many layers; every value comes from the real capture.
+    """
+    unit = graphscope.load(DECODE)
+    order = list(nx.topological_sort(unit))
+    per = len(order)
+    layers = 4
+    span = max(d["replay"]["start_us"] + d["replay"]["median_us"] for d in unit.nodes.values())
+    layer = re.compile(r"^model\.layers\.(\d+)")
+    G = nx.DiGraph()
+    G.graph.update({k: v for k, v in unit.graph.items() if k not in ("eager_trace", "parity")})
+    previous = None
+    for k in range(-(-min_nodes // per)):
+        for key in order:
+            data = dict(unit.nodes[key])
+            lid = k * per + data["local_id"]
+            new = f"graph_{data['graph_id']}_node_{lid}"
+            data["local_id"] = lid
+            data["replay"] = {**data["replay"], "start_us": data["replay"]["start_us"] + k * span}
+            label = dict(data["attribution"])
+            if label.get("module"):
+                label["module"] = layer.sub(
+                    lambda m, k=k: f"model.layers.{int(m.group(1)) + k * layers}", label["module"]
+                )
+            data["attribution"] = label
+            data.pop("eager", None)
+            G.add_node(new, **data)
+            if previous is not None:
+                G.add_edge(previous, new)
+            previous = new
+    return G

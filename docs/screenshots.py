@@ -62,7 +62,7 @@ def main() -> None:
         )
         # Move the pointer off the graph so that no hover label covers the picture.
         ActionChains(driver).move_to_element(driver.find_element(By.ID, "node-title")).perform()
-        time.sleep(0.5)
+        time.sleep(1.5)  # the selection rings are drawn after the panel
         driver.save_screenshot(str(OUT / "dashboard-slowest-node.png"))
         print(f"slowest node {slowest}: {G.nodes[slowest]['short_name']}")
     finally:

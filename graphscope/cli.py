@@ -174,6 +174,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "can read the graphs it shows",
             file=sys.stderr,
         )
+    if args.files:
+        print(f"graphscope: reading {args.files[0]}", flush=True)
     app = create_app(args.files)
     shown = "the bundled samples" if not args.files else f"{len(args.files)} file(s)"
     print(f"graphscope: showing {shown} at http://{args.host}:{args.port}/ (Ctrl-C stops it)")

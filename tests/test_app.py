@@ -221,3 +221,63 @@ def test_timeline_puts_eager_and_replay_on_one_axis() -> None:
     # The eager step's gaps are visible: its GPU bars cover under a tenth of its span.
     busy = sum(gpu.x)
     assert busy < 0.1 * (max(b + x for b, x in zip(gpu.base, gpu.x, strict=True)) - min(gpu.base))
+
+
+def test_groups_follow_the_module_path_and_collapse_into_one_node_each() -> None:
+    from graphscope.app.groups import GROUP, all_groups, collapsed, enclosing, group_levels
+
+    G = graphscope.load(LLAMA)
+    levels = group_levels(G)
+    key = next(
+        k
+        for k, d in G.nodes(data=True)
+        if (d.get("attribution") or {}).get("module") == "model.layers.3.self_attn.o_proj"
+    )
+    assert levels[key] == [
+        "model.layers.3",
+        "model.layers.3.self_attn",
+        "model.layers.3.self_attn.o_proj",
+    ]
+    assert collapsed(G, levels, all_groups(levels)) is G  # all open: the graph itself
+    shut = collapsed(G, levels, set())
+    groups = {k: d for k, d in shut.nodes(data=True) if d["type"] == GROUP}
+    assert "group:model.layers.3" in groups and len(shut) == len(groups)
+    layer = groups["group:model.layers.3"]
+    members = [k for k, chain in levels.items() if chain[0] == "model.layers.3"]
+    assert layer["members"] == len(members)
+    assert layer["time_us"] == pytest.approx(
+        sum(G.nodes[k]["replay"]["median_us"] for k in members)
+    )
+    # Opening layer 3 shows its attention and MLP as groups, the rest of the model still shut.
+    opened = collapsed(G, levels, {"model.layers.3"})
+    assert "group:model.layers.3.self_attn" in opened and "group:model.layers.2" in opened
+    assert enclosing(levels, key, {"model.layers.3", "model.layers.3.self_attn"}) == [
+        "model.layers.3.self_attn",
+        "model.layers.3",
+    ]
+    # Edges between groups keep the order the work runs in.
+    assert shut.has_edge("group:model.layers.2", "group:model.layers.3")
+
+
+def test_a_dot_file_groups_by_runs_of_nodes() -> None:
+    from graphscope.app.groups import CHUNK, collapsed, group_levels
+
+    G = graphscope.load(ROOT / "samples" / "dot" / "torch-llama-decode" / "flags-verbose.dot")
+    levels = group_levels(G)
+    names = {chain[0] for chain in levels.values()}
+    assert len(names) == -(-G.number_of_nodes() // CHUNK)
+    shut = collapsed(G, levels, set())
+    assert shut.number_of_nodes() == len(names) and shut.number_of_edges() == len(names) - 1
+    lay = layout(shut)
+    assert set(lay.pos) == set(shut)
+
+
+def test_large_graphs_open_collapsed() -> None:
+    import networkx as nx
+    from graphscope.app.groups import COLLAPSE_ABOVE
+
+    small = graphscope.load(LLAMA)
+    assert server.default_grouping("f0", small)["default"] == "expanded"
+    big = nx.DiGraph()
+    big.add_nodes_from(range(COLLAPSE_ABOVE + 1))
+    assert server.default_grouping("f0", big)["default"] == "collapsed"

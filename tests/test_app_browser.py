@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("selenium")
 from graphscope.app.server import create_app
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -63,9 +64,9 @@ def _serve(paths: list[Path]) -> tuple[str, Any]:
 
 
 def _wait(driver: Any, css: str, timeout: float = 20) -> Any:
-    return WebDriverWait(driver, timeout).until(
-        ec.presence_of_element_located((By.CSS_SELECTOR, css))
-    )
+    return WebDriverWait(
+        driver, timeout, ignored_exceptions=[StaleElementReferenceException]
+    ).until(ec.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
 def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
@@ -104,9 +105,9 @@ def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: 
         assert "broken.json" in error.text
         # Pick the good file from the list: the page still works.
         browser.find_element(By.CSS_SELECTOR, "#source").click()
-        options = WebDriverWait(browser, 10).until(
-            lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]")
-        )
+        options = WebDriverWait(
+            browser, 10, ignored_exceptions=[StaleElementReferenceException]
+        ).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
         [good] = [o for o in options if "tiny-gpt-b1" in o.text]
         good.click()
         _wait(browser, "#dag .scatterlayer .trace .points path")
@@ -119,7 +120,9 @@ def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
     url, server = _serve([BUNDLES / "tiny-gpt-b1.json.gz"])
     try:
         browser.get(url)
-        bars = WebDriverWait(browser, 20).until(
+        bars = WebDriverWait(
+            browser, 20, ignored_exceptions=[StaleElementReferenceException]
+        ).until(
             lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline .barlayer .trace .point path")
         )
         assert len(bars) > 60
@@ -130,5 +133,32 @@ def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
         ActionChains(browser).move_to_element(widest).pause(0.3).click().perform()
         title = _wait(browser, "#node-title")
         assert title.text and "eager duration" in browser.find_element(By.ID, "node-timing").text
+    finally:
+        server.shutdown()
+
+
+def test_collapse_all_then_a_click_opens_a_layer(browser: Any) -> None:
+    url, server = _serve([BUNDLES / "tiny-llama-b1.json.gz"])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        browser.find_element(By.ID, "collapse-all").click()
+        note = _wait(browser, "#collapsed-note")
+        assert note.text.startswith("10 groups collapsed (212 nodes in all)")
+        nodes = "#dag .scatterlayer .trace:nth-child(2) .points path"  # after the edges' trace
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, nodes)) == 10
+        )
+        squares = browser.find_elements(By.CSS_SELECTOR, nodes)
+        # Click one of the squares: that group opens, the other nine stay shut.
+        ActionChains(browser).move_to_element(squares[6]).pause(0.3).click().perform()
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: (
+                "collapsed" in d.find_element(By.ID, "collapsed-note").text
+                and d.find_element(By.ID, "collapsed-note").text.split()[0] != "10"
+            )
+        )
+        drawn = browser.find_elements(By.CSS_SELECTOR, "#dag .scatterlayer .trace .points path")
+        assert len(drawn) > 28  # the layer's own groups are drawn now, beside the other nine
     finally:
         server.shutdown()
