@@ -56,19 +56,19 @@ def _hover(key: str, data: dict[str, Any]) -> str:
     if data.get("type") == GROUP:
         total = data.get("time_us") or 0.0
         return (
-            _escape(f"{data['group']}: {data['members']} nodes, {total:.1f} us in replay")
+            escape(f"{data['group']}: {data['members']} nodes, {total:.1f} us in replay")
             + "<br>click to expand"
         )
     # Plotly renders hover text as its own small markup; names are escaped so that a kernel
     # name with <...> template arguments shows as text, not as tags.
     name = display_name(data) if data.get("type") == "KERNEL" else data.get("type", "?")
     time = replay_us(data)
-    text = _escape(f"{name}  ({key})")
+    text = escape(f"{name}  ({key})")
     if time is not None:
         text += f"<br>replay {time:.2f} us"
     module = (data.get("attribution") or {}).get("module")
     if module:
-        text += f"<br>{_escape(module)}"
+        text += f"<br>{escape(module)}"
     return text
 
 
@@ -83,7 +83,8 @@ def _ticks(low: float, high: float) -> list[float]:
     return out or [10**low]
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """Text for Plotly's hover and annotation markup, shown as it is."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -116,6 +117,29 @@ def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Sca
     ]
 
 
+def _nodes(
+    Scatter: Any,
+    G: nx.DiGraph,
+    lay: Layout,
+    keys: list[str],
+    name: str,
+    marker: dict[str, Any],
+    showlegend: bool = True,
+) -> Any:
+    """One clickable trace of nodes: their keys as customdata, names and times on hover."""
+    return Scatter(
+        x=[lay.pos[k][0] for k in keys],
+        y=[lay.pos[k][1] for k in keys],
+        mode="markers",
+        customdata=keys,
+        hovertext=[_hover(k, G.nodes[k]) for k in keys],
+        hoverinfo="text",
+        name=name,
+        showlegend=showlegend,
+        marker=marker,
+    )
+
+
 def ring_at(lay: Layout, key: str | None) -> tuple[list[float], list[float]]:
     """Where the selection ring goes: the last trace of every figure (patched on a click)."""
     if key is None or key not in lay.pos:
@@ -142,56 +166,34 @@ def build_figure(
         known = [v for v in logs if v is not None]
         low, high = min(known), max(known)
         ticks = _ticks(low, high)
-        traces.append(
-            Scatter(
-                x=[lay.pos[k][0] for k in keys],
-                y=[lay.pos[k][1] for k in keys],
-                mode="markers",
-                customdata=keys,
-                hovertext=[_hover(k, G.nodes[k]) for k in keys],
-                hoverinfo="text",
-                name="nodes",
-                showlegend=False,
-                marker={
-                    "size": [16 if G.nodes[k].get("type") == GROUP else 11 for k in keys],
-                    "symbol": [
-                        "square" if G.nodes[k].get("type") == GROUP else "circle" for k in keys
-                    ],
-                    "color": [v if v is not None else low for v in logs],
-                    "colorscale": "Viridis",
-                    "cmin": low,
-                    "cmax": high,
-                    "colorbar": {
-                        "title": {"text": "replay (us)"},
-                        "tickvals": [math.log10(t) for t in ticks],
-                        "ticktext": [f"{t:g}" for t in ticks],
-                    },
-                    "line": {"width": 0},
-                },
-            )
-        )
+        marker = {
+            "size": [16 if G.nodes[k].get("type") == GROUP else 11 for k in keys],
+            "symbol": ["square" if G.nodes[k].get("type") == GROUP else "circle" for k in keys],
+            "color": [v if v is not None else low for v in logs],
+            "colorscale": "Viridis",
+            "cmin": low,
+            "cmax": high,
+            "colorbar": {
+                "title": {"text": "replay (us)"},
+                "tickvals": [math.log10(t) for t in ticks],
+                "ticktext": [f"{t:g}" for t in ticks],
+            },
+            "line": {"width": 0},
+        }
+        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, showlegend=False))
     else:
         by_type: dict[str, list[str]] = {}
         for k in keys:
             by_type.setdefault(G.nodes[k].get("type", "?"), []).append(k)
         for kind in sorted(by_type, key=lambda t: -len(by_type[t])):
             members = by_type[kind]
-            traces.append(
-                Scatter(
-                    x=[lay.pos[k][0] for k in members],
-                    y=[lay.pos[k][1] for k in members],
-                    mode="markers",
-                    customdata=members,
-                    hovertext=[_hover(k, G.nodes[k]) for k in members],
-                    hoverinfo="text",
-                    name=f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})",
-                    marker={
-                        "size": 16 if kind == GROUP else 11,
-                        "symbol": "square" if kind == GROUP else "circle",
-                        "color": TYPE_COLOURS.get(kind, "#444444"),
-                    },
-                )
-            )
+            name = f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})"
+            marker = {
+                "size": 16 if kind == GROUP else 11,
+                "symbol": "square" if kind == GROUP else "circle",
+                "color": TYPE_COLOURS.get(kind, "#444444"),
+            }
+            traces.append(_nodes(Scatter, G, lay, members, name, marker))
     if matches:
         found = [k for k in matches if k in lay.pos]
         traces.append(
@@ -230,7 +232,7 @@ def build_figure(
         {
             "x": -0.8,
             "y": row["y"],
-            "text": _escape(row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"),
+            "text": escape(row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"),
             "showarrow": False,
             "xanchor": "right",
             "font": {"size": 10, "color": "#555555"},

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from graphscope.analysis.eager import eager_calls, eager_gpu
 from graphscope.model import display_name
 
-from .figure import replay_us
+from .figure import escape, replay_us
 from .groups import GROUP
 
 #: Above this many bars in a row, the row is drawn with WebGL.
@@ -66,10 +66,6 @@ def _bars(
         marker={"color": colour, "line": {"width": 0}},
         name=name,
     )
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def timeline_ring(
@@ -125,7 +121,7 @@ def build_timeline(
             start, end = op["start_ns"] / 1000, op["end_ns"] / 1000
             label = display_name(G.nodes[key]) if key else (op.get("name") or op["type"])
             gpu.append(
-                (start, end, key, _escape(f"{label}: {end - start:.2f} us at {start:.1f} us"))
+                (start, end, key, escape(f"{label}: {end - start:.2f} us at {start:.1f} us"))
             )
             if key is not None:
                 node_of_call[op["correlation_id"]] = key
@@ -133,7 +129,7 @@ def build_timeline(
         for call in eager_calls(trace):
             start, end = call["start_ns"] / 1000, call["end_ns"] / 1000
             key = node_of_call.get(call["correlation_id"])
-            text = _escape(f"{call['name']}: {end - start:.2f} us at {start:.1f} us")
+            text = escape(f"{call['name']}: {end - start:.2f} us at {start:.1f} us")
             (launches if key is not None else others).append((start, end, key, text))
         traces += [
             _bars(ROWS[0], others, _COLOURS["call"], "other CUDA calls"),
@@ -154,12 +150,12 @@ def build_timeline(
         if data.get("type") == GROUP and "start_us" in data:
             start, end = data["start_us"], data["end_us"]
             text = f"{data['group']}: {data['members']} nodes from {start:.1f} to {end:.1f} us"
-            replay.append((start, end, key, _escape(text)))
+            replay.append((start, end, key, escape(text)))
             continue
         stats = data.get("replay")
         if isinstance(stats, dict) and isinstance(stats.get("start_us"), (int, float)):
             start, length = stats["start_us"], stats.get("median_us") or 0.0
-            text = _escape(f"{display_name(data)}: {length:.2f} us at {start:.1f} us")
+            text = escape(f"{display_name(data)}: {length:.2f} us at {start:.1f} us")
             replay.append((start, start + length, key, text))
     if replay:
         traces.append(_bars(ROWS[3], replay, _COLOURS["replay"], "replayed nodes"))
