@@ -162,3 +162,28 @@ def test_collapse_all_then_a_click_opens_a_layer(browser: Any) -> None:
         assert len(drawn) > 28  # the layer's own groups are drawn now, beside the other nine
     finally:
         server.shutdown()
+
+
+def test_a_dropped_file_opens_and_a_bad_one_shows_its_error(browser: Any, tmp_path: Path) -> None:
+    url, server = _serve([BUNDLES / "tiny-gpt-b1.json.gz"])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        picker = browser.find_element(By.CSS_SELECTOR, "#upload input[type=file]")
+        picker.send_keys(str(BUNDLES / "tiny-gpt-parallel-b1.json.gz"))
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: (
+                "tiny-gpt-parallel-b1.json.gz (uploaded)" in d.find_element(By.ID, "source").text
+            )
+        )
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: d.find_element(By.ID, "cards").text.startswith("63\nnodes")
+        )  # the uploaded graph is drawn
+        bad = tmp_path / "cut.json.gz"
+        bad.write_bytes((BUNDLES / "tiny-gpt-b1.json.gz").read_bytes()[:3000])
+        picker = browser.find_element(By.CSS_SELECTOR, "#upload input[type=file]")
+        picker.send_keys(str(bad))
+        error = _wait(browser, "#load-error")
+        assert error.text.startswith("cut.json.gz") and "\n" not in error.text
+    finally:
+        server.shutdown()
