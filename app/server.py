@@ -420,12 +420,15 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         levels = levels_of(source_id, G)
 
         def show(key: str) -> tuple[Any, Any]:
+            before = set(toggled)
             for group in levels.get(key, []):
                 opened = (
                     group in toggled if state["default"] == "collapsed" else group not in toggled
                 )
                 if not opened:
                     (toggled.add if state["default"] == "collapsed" else toggled.discard)(group)
+            if toggled == before:  # already in view: leave the grouping, and the figure, alone
+                return key, dash.no_update
             return key, {**state, "toggled": sorted(toggled)}
 
         def fold(group: str) -> tuple[Any, Any]:

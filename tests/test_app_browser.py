@@ -89,6 +89,9 @@ def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
         launch = browser.find_element(By.ID, "node-launch").text
         assert "grid" in launch and "block" in launch and "registers per thread" in launch
         assert title.text in launch  # the same kernel's name in the launch table
+        # The page draws with graphscope's own plotly.js, holding only the traces it uses.
+        traces = browser.execute_script("return Object.keys(Plotly.PlotSchema.get().traces)")
+        assert sorted(traces) == ["bar", "scatter", "scattergl"]
         os.makedirs("/tmp/shots", exist_ok=True)
         browser.save_screenshot("/tmp/shots/node-panel.png")
     finally:
