@@ -223,6 +223,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             dcc.Store(id="selected"),
             dcc.Store(id="grouping"),
             dcc.Store(id="rings"),
+            dcc.Store(id="timeline-ring"),
             dcc.Store(id="matches", data=[]),
         ]
     )
@@ -247,8 +248,6 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Output("cards", "children"),
         Output("matches", "data"),
         Output("match-count", "children"),
-        Output("timeline", "figure"),
-        Output("timeline-pane", "style"),
         Output("rings", "data"),
         Input("source", "value"),
         Input("colour", "value"),
@@ -271,7 +270,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                 "No graph to show: give files to graphscope serve, or drop one here.",
                 className="muted",
             )
-            return {}, hidden, message, [], [], "", {}, hidden, None
+            return {}, hidden, message, [], [], "", None
         registry.load(source.id)
         if source.error is not None:
             return (
@@ -281,8 +280,6 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                 [],
                 [],
                 "",
-                {},
-                hidden,
                 None,
             )
         G = source.graph
@@ -325,13 +322,28 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             )
         fig = build_figure(shown, lay, colour, ring, sorted(set(drawn.values())))
         count = f"{len(found)} matches" if search else ""
-        rings = {"dag": len(fig.data) - 1, "timeline": None}
-        if has_timeline(G):
-            timeline, timeline_style = build_timeline(G, key, shown), {}
-            rings["timeline"] = len(timeline.data) - 1
-        else:
-            timeline, timeline_style = {}, hidden
-        return fig, {}, notes, _cards(G), found, count, timeline, timeline_style, rings
+        rings = {"dag": len(fig.data) - 1, "source": source.id}
+        return fig, {}, notes, _cards(G), found, count, rings
+
+    @app.callback(
+        Output("timeline", "figure"),
+        Output("timeline-pane", "style"),
+        Output("timeline-ring", "data"),
+        Input("rings", "data"),
+        State("grouping", "data"),
+        State("selected", "data"),
+    )
+    def timeline_view(rings: Any, grouping: Any, selected: str | None) -> tuple[Any, Any, Any]:
+        """The timeline, drawn once the DAG is: the page is usable before it arrives."""
+        hidden = {"display": "none"}
+        source_id = rings.get("source") if isinstance(rings, dict) else None
+        G = graph_of(source_id)
+        if G is None or source_id is None or not has_timeline(G):
+            return {}, hidden, None
+        shown, _ = view_of(source_id, G, expanded_of(source_id, G, grouping))
+        key = selected if isinstance(selected, str) and selected in G else None
+        timeline = build_timeline(G, key, shown)
+        return timeline, {}, len(timeline.data) - 1
 
     @app.callback(
         Output("dag", "figure", allow_duplicate=True),
@@ -341,10 +353,16 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         State("source", "value"),
         State("grouping", "data"),
         State("rings", "data"),
+        State("timeline-ring", "data"),
         prevent_initial_call=True,
     )
     def ring(
-        _panel: Any, selected: str | None, source_id: str | None, grouping: Any, rings: Any
+        _panel: Any,
+        selected: str | None,
+        source_id: str | None,
+        grouping: Any,
+        rings: Any,
+        timeline_ring_index: Any,
     ) -> Any:
         """Move the selection rings once the node panel is shown.
 
@@ -367,13 +385,13 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         x, y = ring_at(lay, drawn)
         dag["data"][rings["dag"]]["x"] = x
         dag["data"][rings["dag"]]["y"] = y
-        if rings.get("timeline") is None:
+        if not isinstance(timeline_ring_index, int):
             return dag, dash.no_update
         timeline = Patch()
         ys, bases, widths = timeline_ring(G, drawn, shown)
-        timeline["data"][rings["timeline"]]["y"] = ys
-        timeline["data"][rings["timeline"]]["base"] = bases
-        timeline["data"][rings["timeline"]]["x"] = widths
+        timeline["data"][timeline_ring_index]["y"] = ys
+        timeline["data"][timeline_ring_index]["base"] = bases
+        timeline["data"][timeline_ring_index]["x"] = widths
         return dag, timeline
 
     @app.callback(
