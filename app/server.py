@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
+import atexit
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,7 +22,7 @@ from .figure import build_figure, has_timing, ring_at
 from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, group_levels
 from .layout import Layout, layout
 from .panel import node_panel
-from .sources import SUFFIXES, UPLOAD_LIMIT, Registry, sample_files
+from .sources import SUFFIXES, Registry, sample_files
 from .timeline import build_timeline, has_timeline, timeline_ring
 
 _CSS = """
@@ -121,6 +123,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     for path in given or sample_files():
         registry.add_path(path, str(path) if given else f"sample: {path.name}")
     uploads = Path(tempfile.mkdtemp(prefix="graphscope-uploads-"))
+    atexit.register(shutil.rmtree, uploads, ignore_errors=True)  # dropped files go with the app
     levels_cache: dict[str, dict[str, list[str]]] = {}
     # The last few drawn views (collapsed graph and layout) by source and expanded groups.
     views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = {}
@@ -174,7 +177,9 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                     dcc.Upload(
                         html.Div("Drop or pick a .dot / .json / .json.gz"),
                         id="upload",
-                        max_size=UPLOAD_LIMIT,
+                        # No limit in the browser: it would drop a large file without a word.
+                        # The server refuses one over UPLOAD_LIMIT and says so in the page.
+                        max_size=-1,
                         accept=",".join(SUFFIXES),
                     ),
                     dcc.RadioItems(
