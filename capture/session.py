@@ -34,6 +34,7 @@ from graphscope.analysis.eager import eager_summary, encode_eager_trace, join_ea
 from graphscope.analysis.replay import replay_timing, summarize_replays
 from graphscope.errors import CaptureError
 from graphscope.io import write_atomic
+from graphscope.model import node_key
 
 from . import failure, introspect
 from ._cuda import check, driver, require
@@ -127,7 +128,7 @@ def _read_nodes(G: nx.DiGraph, graph: Any, dot_path: Path, pointers: PointerMap 
     gid = introspect.graph_id(graph)
     kernels = introspect.KernelReader()
     for local_id, node in nodes:
-        key = f"graph_{gid}_node_{local_id}"
+        key = node_key(gid, local_id)
         if key not in G:
             raise CaptureError(f"driver node {key} is not in the DOT dump {dot_path}")
         data = G.nodes[key]
@@ -210,7 +211,7 @@ def _attach_attribution(G: nx.DiGraph, attribution: Attribution) -> int:
     """Put each label on its node; returns how many nodes got one."""
     labelled = 0
     for packed, label in attribution.labels.items():
-        key = f"graph_{packed >> 32}_node_{packed & 0xFFFFFFFF}"
+        key = node_key(packed >> 32, packed & 0xFFFFFFFF)
         if key in G:
             G.nodes[key]["attribution"] = label
             labelled += 1
@@ -339,6 +340,21 @@ def capture_to_bundle(
     a :class:`~graphscope.capture.models.Step`. ``buckets`` is the set of batch sizes this
     capture belongs to.
     """
+    bundle, _ = _capture(model, batch_size, out_dir, replays, warmup, progress, command, buckets)
+    return bundle
+
+
+def _capture(
+    model: ModelSpec,
+    batch_size: int,
+    out_dir: str | os.PathLike[str],
+    replays: int = 200,
+    warmup: int = 3,
+    progress: Progress | None = None,
+    command: str | None = None,
+    buckets: Iterable[int] | None = None,
+) -> tuple[Path, nx.DiGraph]:
+    """:func:`capture_to_bundle`, also returning the graph it wrote."""
     say = progress or (lambda _msg: None)
     torch = require("torch")
     if not torch.cuda.is_available():
@@ -415,7 +431,7 @@ def capture_to_bundle(
         f"{'same' if parity['ok'] else 'DIFFERS'} ({parity['matched']} of "
         f"{parity['graph_ops']} nodes joined); wrote {bundle}"
     )
-    return bundle
+    return bundle, G
 
 
 def capture_buckets(
@@ -432,11 +448,12 @@ def capture_buckets(
     sizes = sorted(set(batch_sizes))
     if not sizes or sizes[0] < 1:
         raise CaptureError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
-    bundles = [capture_to_bundle(model, size, out_dir, buckets=sizes, **options) for size in sizes]
-    entries = []
-    for size, path in zip(sizes, bundles, strict=True):
-        G = graphscope.load(path)
+    bundles, entries = [], []
+    for size in sizes:
+        # The index is made from the graphs as written, not by reading the bundles back.
+        path, G = _capture(model, size, out_dir, buckets=sizes, **options)
         t = G.graph["timing"]
+        bundles.append(path)
         entries.append(
             {
                 "batch_size": size,
