@@ -34,6 +34,8 @@ TYPE_COLOURS = {
     "BATCH_MEM_OP": "#7f7f7f",
     GROUP: "#6a3d9a",
 }
+#: Traces before the node traces: the edges, drawn first so that nodes sit on top.
+EDGE_TRACES = 1
 _HEAD = 0.28  # how far short of its target an edge stops, in node spacings, for the arrowhead
 
 
@@ -124,6 +126,7 @@ def _nodes(
     keys: list[str],
     name: str,
     marker: dict[str, Any],
+    hover: bool,
     showlegend: bool = True,
 ) -> Any:
     """One clickable trace of nodes: their keys as customdata, names and times on hover."""
@@ -132,12 +135,31 @@ def _nodes(
         y=[lay.pos[k][1] for k in keys],
         mode="markers",
         customdata=keys,
-        hovertext=[_hover(k, G.nodes[k]) for k in keys],
-        hoverinfo="text",
+        # "none", not "skip": a trace that skips hover gets no clicks either.
+        hovertext=[_hover(k, G.nodes[k]) for k in keys] if hover else None,
+        hoverinfo="text" if hover else "none",
         name=name,
         showlegend=showlegend,
         marker=marker,
     )
+
+
+def _coloured_by_time(G: nx.DiGraph, colour: str) -> bool:
+    return colour == "time" and has_timing(G)
+
+
+def _by_type(G: nx.DiGraph) -> dict[str, list[str]]:
+    """Node keys by type, the most common type first (one trace each)."""
+    by_type: dict[str, list[str]] = {}
+    for k in G.nodes:
+        by_type.setdefault(G.nodes[k].get("type", "?"), []).append(k)
+    return dict(sorted(by_type.items(), key=lambda item: -len(item[1])))
+
+
+def node_hovers(G: nx.DiGraph, colour: str = "type") -> dict[int, list[str]]:
+    """Hover texts of a figure drawn with ``hover=False``, by the index of their trace."""
+    groups = [list(G.nodes)] if _coloured_by_time(G, colour) else list(_by_type(G).values())
+    return {EDGE_TRACES + i: [_hover(k, G.nodes[k]) for k in keys] for i, keys in enumerate(groups)}
 
 
 def ring_at(lay: Layout, key: str | None) -> tuple[list[float], list[float]]:
@@ -154,13 +176,19 @@ def build_figure(
     colour: str = "type",
     selected: str | None = None,
     matches: Collection[str] = (),
+    hover: bool = True,
 ) -> go.Figure:
-    """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median)."""
+    """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median).
+
+    Without ``hover`` the nodes have no hover text yet: ``node_hovers`` gives it, to patch in
+    after the first paint (hover text is most of a large figure's bytes).
+    """
     svg = G.number_of_nodes() <= SVG_LIMIT
     Scatter = go.Scatter if svg else go.Scattergl
     traces: list[Any] = list(_edges(G, lay, arrows=svg))
+    assert len(traces) == EDGE_TRACES
     keys = list(G.nodes)
-    if colour == "time" and has_timing(G):
+    if _coloured_by_time(G, colour):
         times = [replay_us(G.nodes[k]) for k in keys]
         logs = [math.log10(t) if t and t > 0 else None for t in times]
         known = [v for v in logs if v is not None]
@@ -180,20 +208,16 @@ def build_figure(
             },
             "line": {"width": 0},
         }
-        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, showlegend=False))
+        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, showlegend=False))
     else:
-        by_type: dict[str, list[str]] = {}
-        for k in keys:
-            by_type.setdefault(G.nodes[k].get("type", "?"), []).append(k)
-        for kind in sorted(by_type, key=lambda t: -len(by_type[t])):
-            members = by_type[kind]
+        for kind, members in _by_type(G).items():
             name = f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})"
             marker = {
                 "size": 16 if kind == GROUP else 11,
                 "symbol": "square" if kind == GROUP else "circle",
                 "color": TYPE_COLOURS.get(kind, "#444444"),
             }
-            traces.append(_nodes(Scatter, G, lay, members, name, marker))
+            traces.append(_nodes(Scatter, G, lay, members, name, marker, hover))
     if matches:
         found = [k for k in matches if k in lay.pos]
         traces.append(

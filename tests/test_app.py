@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
 
 from graphscope.app import server
-from graphscope.app.figure import build_figure, has_timing
+from graphscope.app.figure import build_figure, has_timing, node_hovers
 from graphscope.app.layout import layer_of, layout
 from graphscope.app.panel import node_panel
 from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files
@@ -99,6 +99,22 @@ def test_figure_colours_by_type_or_by_replay_time() -> None:
     )
 
 
+@pytest.mark.parametrize("colour", ["type", "time"])
+def test_hover_texts_patched_in_later_are_those_of_the_full_figure(colour: str) -> None:
+    G = graphscope.load(PARALLEL)
+    lay = layout(G)
+    full = build_figure(G, lay, colour)
+    light = build_figure(G, lay, colour, hover=False)
+    assert all(t.hovertext is None for t in light.data)
+    hovers = node_hovers(G, colour)
+    assert hovers and all(light.data[i].hoverinfo == "none" for i in hovers)
+    for index, texts in hovers.items():
+        assert list(light.data[index].customdata) == list(full.data[index].customdata)
+        assert texts == list(full.data[index].hovertext)
+    with_text = {i for i, t in enumerate(full.data) if t.hovertext is not None}
+    assert with_text == set(hovers)
+
+
 def test_a_dot_file_has_no_timing_and_colours_by_type() -> None:
     G = graphscope.load(ALL_TYPES)
     assert not has_timing(G)
@@ -179,7 +195,7 @@ def test_uploads_are_loaded_checked_and_limited(tmp_path: Path) -> None:
 def test_the_app_opens_the_samples_when_given_no_files() -> None:
     assert any(p.name == "tiny-llama-b1.json.gz" for p in sample_files())
     app = server.create_app()
-    dropdown = app.layout.children[0].children[1]
+    dropdown = app.layout().children[0].children[1]
     assert dropdown.value is not None and len(dropdown.options) == len(sample_files())
 
 

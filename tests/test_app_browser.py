@@ -79,6 +79,19 @@ def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
             By.CSS_SELECTOR, "#dag .scatterlayer .trace:nth-child(2) .points path"
         )
         assert len(points) > 20
+        # Hover texts are patched in after the first paint; then a node shows its name and time.
+        WebDriverWait(browser, 20).until(
+            lambda d: d.execute_script(
+                "const gd = document.querySelector('#dag .js-plotly-plot');"
+                "return gd.data[1].hovertext && gd.data[1].hovertext.length > 20;"
+            )
+        )
+        points = browser.find_elements(
+            By.CSS_SELECTOR, "#dag .scatterlayer .trace:nth-child(2) .points path"
+        )
+        ActionChains(browser).move_to_element(points[5]).pause(0.3).perform()
+        label = _wait(browser, "#dag .hoverlayer .hovertext").text
+        assert "replay" in label and " us" in label and "graph_" in label
         # Plotly takes clicks on its drag layer above the points: a real mouse move and click
         # at the node's place, as a person does it.
         ActionChains(browser).move_to_element(points[5]).pause(0.3).click().perform()
