@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import itertools
 import json
 import os
 import re
@@ -43,6 +44,7 @@ from .environment import device_info, versions
 from .models import Step, resolve
 from .pointers import PointerMap, Region
 from .timing import State, timed_eager, timed_replays, traced_run
+from .update import driver_update
 
 Progress = Callable[[str], None]
 # Activity records a traced run may produce: a 64 MB CUPTI buffer holds about 300,000.
@@ -340,7 +342,7 @@ def capture_to_bundle(
     a :class:`~graphscope.capture.models.Step`. ``buckets`` is the set of batch sizes this
     capture belongs to.
     """
-    bundle, _ = _capture(model, batch_size, out_dir, replays, warmup, progress, command, buckets)
+    bundle, _, _ = _capture(model, batch_size, out_dir, replays, warmup, progress, command, buckets)
     return bundle
 
 
@@ -353,8 +355,8 @@ def _capture(
     progress: Progress | None = None,
     command: str | None = None,
     buckets: Iterable[int] | None = None,
-) -> tuple[Path, nx.DiGraph]:
-    """:func:`capture_to_bundle`, also returning the graph it wrote."""
+) -> tuple[Path, nx.DiGraph, Any]:
+    """:func:`capture_to_bundle`, also returning the graph it wrote and the CUDA graph."""
     say = progress or (lambda _msg: None)
     torch = require("torch")
     if not torch.cuda.is_available():
@@ -431,7 +433,7 @@ def _capture(
         f"{'same' if parity['ok'] else 'DIFFERS'} ({parity['matched']} of "
         f"{parity['graph_ops']} nodes joined); wrote {bundle}"
     )
-    return bundle, G
+    return bundle, G, graph
 
 
 def capture_buckets(
@@ -442,16 +444,20 @@ def capture_buckets(
 ) -> list[Path]:
     """One graph per batch size, each with its own memory pool; writes ``<model>.buckets.json``.
 
-    That file lists each bucket's bundle, replay time, node count and graph memory,
-    and the padding rule. Options are those of :func:`capture_to_bundle`.
+    That file lists each bucket's bundle, replay time, node count and graph memory, the
+    padding rule, and under ``updates`` what the driver said when each bucket's executable
+    graph was updated with the next bucket's graph (``cudaGraphExecUpdate``): the truth that
+    ``graphscope diff`` predicts from the bundles. Options are those of
+    :func:`capture_to_bundle`.
     """
     sizes = sorted(set(batch_sizes))
     if not sizes or sizes[0] < 1:
         raise CaptureError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
-    bundles, entries = [], []
+    bundles, entries, graphs = [], [], []
     for size in sizes:
         # The index is made from the graphs as written, not by reading the bundles back.
-        path, G = _capture(model, size, out_dir, buckets=sizes, **options)
+        path, G, graph = _capture(model, size, out_dir, buckets=sizes, **options)
+        graphs.append(graph)
         t = G.graph["timing"]
         bundles.append(path)
         entries.append(
@@ -464,8 +470,15 @@ def capture_buckets(
                 "graph_pool_bytes": t["graph_pool_bytes"],
             }
         )
+    updates = []
+    for (a, graph_a), (b, graph_b) in itertools.pairwise(zip(sizes, graphs, strict=True)):
+        try:
+            verdict: dict[str, Any] = driver_update(graph_a, graph_b)
+        except CaptureError as exc:
+            verdict = {"error": str(exc)}
+        updates.append({"from": a, "to": b, **verdict})
     name = _model_name(model)
-    index = {"model": name, "padding": PADDING_RULE, "buckets": entries}
+    index = {"model": name, "padding": PADDING_RULE, "buckets": entries, "updates": updates}
     write_atomic(Path(out_dir) / f"{_stem(name)}.buckets.json", json.dumps(index, indent=1) + "\n")
     return bundles
 

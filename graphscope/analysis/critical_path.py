@@ -1,0 +1,60 @@
+"""The critical path: the longest dependency chain of a graph, weighted by node durations."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+
+import networkx as nx
+
+
+def _members(G: nx.DiGraph) -> dict[int, list[str]]:
+    by_graph: dict[int, list[str]] = defaultdict(list)
+    for key, data in G.nodes(data=True):
+        by_graph[int(data.get("graph_id", 0))].append(key)
+    return by_graph
+
+
+def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[str], float]:
+    """The heaviest chain of a root graph and its total weight.
+
+    A GRAPH or CONDITIONAL node weighs the critical path of the graphs it owns (the heaviest
+    body, for a conditional: the worst case), so a child graph counts with its inside.
+    The path lists nodes of the root graph only.
+    """
+    by_graph = _members(G)
+    owned: dict[str, list[int]] = defaultdict(list)  # owner node -> graph ids it holds
+    for gid, keys in by_graph.items():
+        parent = G.nodes[keys[0]].get("parent")
+        if parent is not None and parent in G:
+            owned[parent].append(gid)
+    lengths: dict[int, tuple[list[str], float]] = {}
+
+    def node_weight(key: str) -> float:
+        inner = [solve(gid)[1] for gid in owned.get(key, [])]
+        return max([weight(key), *inner])
+
+    def solve(gid: int) -> tuple[list[str], float]:
+        if gid in lengths:
+            return lengths[gid]
+        members = by_graph[gid]
+        inside = set(members)
+        best: dict[str, float] = {}
+        via: dict[str, str | None] = {}
+        order = nx.topological_sort(G.subgraph(members))
+        for key in order:
+            before = [p for p in G.pred[key] if p in inside]
+            start = max(before, key=lambda p: best[p], default=None)
+            best[key] = (best[start] if start is not None else 0.0) + node_weight(key)
+            via[key] = start
+        end = max(best, key=lambda k: best[k], default=None)
+        path: list[str] = []
+        while end is not None:
+            path.append(end)
+            end = via[end]
+        path.reverse()
+        lengths[gid] = (path, best[path[-1]] if path else 0.0)
+        return lengths[gid]
+
+    roots = [gid for gid, keys in by_graph.items() if G.nodes[keys[0]].get("parent") is None]
+    return max((solve(gid) for gid in sorted(roots)), key=lambda r: r[1], default=([], 0.0))

@@ -1,0 +1,185 @@
+"""What changed between two captures: nodes matched by topology and kernel identity.
+
+Nodes are matched graph by graph, in creation order, by their identity: the module and op
+that launched them where the bundles have attribution (so a GEMM whose cuBLAS kernel changed
+with the batch size still pairs with itself), otherwise the node type and kernel name. Runs
+that differ are aligned with ``difflib``; a position that differs in both with nodes of one
+type pairs them as changed, the rest are added or removed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name
+from .update import UpdateVerdict, update_verdict
+
+#: Attributes compared for each node type; arguments are compared separately.
+COMPARED = {
+    "KERNEL": ("name", "grid", "block", "shared_mem", "cooperative", "priority"),
+    "MEMCPY": ("kind", "bytes", "src.memory_type", "dst.memory_type"),
+    "MEMSET": ("value", "element_size", "width", "height"),
+    "MEM_ALLOC": ("bytes",),
+    "CONDITIONAL": ("conditional_type", "bodies"),
+}
+
+
+@dataclass
+class NodeChange:
+    """A node present in both graphs whose parameters or timing differ."""
+
+    a: str  # key in A
+    b: str  # key in B
+    name: str  # display name in B
+    fields: dict[str, list[Any]]  # attribute -> [value in A, value in B]
+    args_changed: list[int]  # indices of kernel arguments whose bytes differ
+    median_a_us: float | None
+    median_b_us: float | None
+
+    @property
+    def delta_us(self) -> float | None:
+        if self.median_a_us is None or self.median_b_us is None:
+            return None
+        return self.median_b_us - self.median_a_us
+
+
+@dataclass
+class GraphDiff:
+    """The difference of B from A."""
+
+    matched: int  # node pairs, changed or not
+    added: list[str]  # keys in B without a pair
+    removed: list[str]  # keys in A without a pair
+    changed: list[NodeChange]  # pairs whose parameters differ
+    timing: list[NodeChange]  # every timed pair, by |delta| descending
+    edges_added: list[list[str]] = field(default_factory=list)  # [from, to] in B's keys
+    edges_removed: list[list[str]] = field(default_factory=list)  # [from, to] in A's keys
+    replay_a_us: float | None = None
+    replay_b_us: float | None = None
+    update: UpdateVerdict | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        for entry in out["changed"] + out["timing"]:
+            a, b = entry["median_a_us"], entry["median_b_us"]
+            entry["delta_us"] = None if a is None or b is None else b - a
+        return out
+
+
+def _identity(data: dict[str, Any]) -> tuple[Any, ...]:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else None
+    if origin and (origin.get("module") is not None or origin.get("op")):
+        return (data.get("type"), origin.get("module"), origin.get("op"))
+    return (data.get("type"), data.get("short_name") or data.get("name"))
+
+
+def _median(data: dict[str, Any]) -> float | None:
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None
+
+
+def _ordered_graphs(G: nx.DiGraph) -> list[list[str]]:
+    by_graph: dict[int, list[str]] = defaultdict(list)
+    for key, data in G.nodes(data=True):
+        by_graph[int(data.get("graph_id", 0))].append(key)
+    for keys in by_graph.values():
+        keys.sort(key=lambda k: int(G.nodes[k].get("local_id", 0)))
+    # Root graphs first, then child graphs, each in graph id order.
+    order = sorted(by_graph, key=lambda g: (G.nodes[by_graph[g][0]].get("parent") is not None, g))
+    return [by_graph[g] for g in order]
+
+
+def match_nodes(A: nx.DiGraph, B: nx.DiGraph) -> dict[str, str]:
+    """Pairs ``{key in A: key in B}``, graph by graph (see the module docstring)."""
+    pairs: dict[str, str] = {}
+    for nodes_a, nodes_b in zip(_ordered_graphs(A), _ordered_graphs(B), strict=False):
+        ids_a = [_identity(A.nodes[k]) for k in nodes_a]
+        ids_b = [_identity(B.nodes[k]) for k in nodes_b]
+        if ids_a == ids_b:  # the common case (two captures of one step): no alignment needed
+            pairs.update(zip(nodes_a, nodes_b, strict=True))
+            continue
+        matcher = difflib.SequenceMatcher(None, ids_a, ids_b, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                pairs.update(zip(nodes_a[i1:i2], nodes_b[j1:j2], strict=True))
+            elif tag == "replace" and i2 - i1 == j2 - j1:
+                # One for one: the same nodes with another identity (a kernel or module
+                # renamed). Runs of unequal length stay unpaired: added and removed.
+                for ka, kb in zip(nodes_a[i1:i2], nodes_b[j1:j2], strict=True):
+                    if A.nodes[ka].get("type") == B.nodes[kb].get("type"):
+                        pairs[ka] = kb
+    return pairs
+
+
+def _args_changed(a: dict[str, Any], b: dict[str, Any]) -> list[int]:
+    args_a, args_b = a.get("args") or [], b.get("args") or []
+    changed = [
+        i
+        for i, (x, y) in enumerate(zip(args_a, args_b, strict=False))
+        if x.get("value") != y.get("value") or x.get("size") != y.get("size")
+    ]
+    longer = max(len(args_a), len(args_b))
+    return changed + list(range(min(len(args_a), len(args_b)), longer))
+
+
+def diff(A: nx.DiGraph, B: nx.DiGraph) -> GraphDiff:
+    """The difference of ``B`` from ``A``, with the ``cudaGraphExecUpdate`` verdict."""
+    pairs = match_nodes(A, B)
+    paired_b = set(pairs.values())
+    changed: list[NodeChange] = []
+    timing: list[NodeChange] = []
+    for ka, kb in pairs.items():
+        a, b = A.nodes[ka], B.nodes[kb]
+        fields = {
+            f: [a.get(f), b.get(f)]
+            for f in COMPARED.get(str(a.get("type")), ())
+            if a.get(f) != b.get(f)
+        }
+        args = _args_changed(a, b) if a.get("type") == "KERNEL" else []
+        change = NodeChange(ka, kb, display_name(b), fields, args, _median(a), _median(b))
+        if fields or args:
+            changed.append(change)
+        if change.delta_us is not None:
+            timing.append(change)
+    timing.sort(key=lambda c: -abs(c.delta_us or 0.0))
+    inverse = {kb: ka for ka, kb in pairs.items()}
+    edges_a = {(u, v) for u, v in A.edges}
+    edges_b = {(u, v) for u, v in B.edges}
+    mapped_b = {(inverse.get(u), inverse.get(v)) for u, v in edges_b}
+    t_a, t_b = A.graph.get("timing"), B.graph.get("timing")
+    return GraphDiff(
+        matched=len(pairs),
+        added=[k for k in _flat(B) if k not in paired_b],
+        removed=[k for k in _flat(A) if k not in pairs],
+        changed=changed,
+        timing=timing,
+        edges_added=[
+            [u, v]
+            for u, v in sorted(edges_b)
+            if inverse.get(u) and inverse.get(v) and (inverse[u], inverse[v]) not in edges_a
+        ],
+        edges_removed=[
+            [u, v]
+            for u, v in sorted(edges_a)
+            if u in pairs and v in pairs and (u, v) not in mapped_b
+        ],
+        replay_a_us=_replay(t_a),
+        replay_b_us=_replay(t_b),
+        update=update_verdict(A, B),
+    )
+
+
+def _flat(G: nx.DiGraph) -> list[str]:
+    return [k for keys in _ordered_graphs(G) for k in keys]
+
+
+def _replay(timing: Any) -> float | None:
+    value = timing.get("replay_wall_us") if isinstance(timing, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None

@@ -1,0 +1,421 @@
+"""Findings, a lint for CUDA graphs: known mistakes, each with its nodes, its cost and a fix.
+
+Every rule is a function ``rule(G) -> list[Finding]`` over the graph model; ``findings(G)`` runs
+them all. Rules that need timing or pointers stay silent on graphs without them (DOT dumps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name
+
+#: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
+TINY_BYTES = 64 * 1024
+#: Runs shorter than this are not reported: fewer nodes save too little to be worth a change.
+MIN_RUN = 3
+
+
+@dataclass
+class Finding:
+    """One problem in a graph."""
+
+    code: str  # stable identifier, e.g. "host-node"
+    severity: str  # "warning" (costs time or correctness) or "info" (worth a look)
+    title: str  # one line
+    nodes: list[str]  # node keys involved, in graph order
+    why: str  # why it costs time or correctness
+    fix: str  # what to do about it
+    cost_us: float | None = None  # replay time at stake, where it can be estimated
+    details: list[str] = field(default_factory=list)  # one line per instance
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ordered(G: nx.DiGraph, keys: Any) -> list[str]:
+    return sorted(
+        keys, key=lambda k: (G.nodes[k].get("graph_id", 0), G.nodes[k].get("local_id", 0))
+    )
+
+
+def _median(data: dict[str, Any]) -> float | None:
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None
+
+
+def _where(data: dict[str, Any]) -> str:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    module, op = origin.get("module"), origin.get("op")
+    parts = [p for p in (module, op) if p]
+    if origin.get("file") and origin.get("line"):
+        parts.append(f"{origin['file']}:{origin['line']}")
+    return " ".join(parts)
+
+
+def _module(data: dict[str, Any]) -> str | None:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    module = origin.get("module")
+    return module if isinstance(module, str) else None
+
+
+def _op(data: dict[str, Any]) -> str:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    op = origin.get("op")
+    return op.removeprefix("aten::") if isinstance(op, str) else display_name(data)
+
+
+def _by_module(G: nx.DiGraph, run: list[str]) -> Iterator[list[str]]:
+    """``run`` cut where the module that launched its nodes changes."""
+    part: list[str] = []
+    for key in run:
+        if part and _module(G.nodes[key]) != _module(G.nodes[part[-1]]):
+            yield part
+            part = []
+        part.append(key)
+    if part:
+        yield part
+
+
+def _chains(G: nx.DiGraph, member: Callable[[str], bool]) -> Iterator[list[str]]:
+    """Maximal runs ``a -> b -> c`` of member nodes, each the only successor of the one before."""
+    for key in _ordered(G, G.nodes):
+        if not member(key):
+            continue
+        preds = list(G.pred[key])
+        if len(preds) == 1 and member(preds[0]) and len(G.succ[preds[0]]) == 1:
+            continue  # inside a run that starts earlier
+        run = [key]
+        while len(G.succ[run[-1]]) == 1:
+            nxt = next(iter(G.succ[run[-1]]))
+            if not member(nxt) or len(G.pred[nxt]) != 1:
+                break
+            run.append(nxt)
+        yield run
+
+
+def host_nodes(G: nx.DiGraph) -> list[Finding]:
+    keys = _ordered(G, (k for k, d in G.nodes(data=True) if d.get("type") == "HOST"))
+    if not keys:
+        return []
+    return [
+        Finding(
+            "host-node",
+            "warning",
+            f"{len(keys)} host node(s) in the replayed step",
+            keys,
+            "A host node runs a CPU function inside the replay: the GPU work after it waits "
+            "until a driver thread has run it, a round trip of tens of microseconds that the "
+            "graph was meant to remove.",
+            "Do the host work before or after the replay (or as a kernel); in PyTorch this is "
+            "a CPU callback or a Python op captured into the step.",
+            details=[f"{k}: {_where(G.nodes[k])}".rstrip(": ") for k in keys],
+        )
+    ]
+
+
+def _pageable(data: dict[str, Any], side: str) -> bool:
+    """Whether a copy's ``side`` is pageable host memory, as the verbose DOT dump says it.
+
+    The dump prints a side's memory type with where the pointer really lives in brackets:
+    ``HOST (HOST PINNED)`` for page-locked memory.
+    """
+    kind = data.get(f"{side}.memory_type")
+    return isinstance(kind, str) and "PAGEABLE" in kind.upper()
+
+
+def pageable_copies(G: nx.DiGraph) -> list[Finding]:
+    keys = _ordered(
+        G,
+        (
+            k
+            for k, d in G.nodes(data=True)
+            if d.get("type") == "MEMCPY" and (_pageable(d, "src") or _pageable(d, "dst"))
+        ),
+    )
+    if not keys:
+        return []
+    return [
+        Finding(
+            "pageable-copy",
+            "warning",
+            f"{len(keys)} copy node(s) to or from pageable host memory",
+            keys,
+            "The driver cannot copy pageable memory asynchronously: it stages the copy "
+            "through a pinned buffer, so the copy is slower and holds up the work after it.",
+            "Copy from pinned memory (torch.empty(..., pin_memory=True), or cudaHostAlloc / "
+            "cudaHostRegister on the buffer) allocated before capture.",
+            cost_us=sum(_median(G.nodes[k]) or 0.0 for k in keys) or None,
+            details=[
+                f"{k}: {G.nodes[k].get('kind')} {G.nodes[k].get('bytes')} bytes "
+                + _where(G.nodes[k])
+                for k in keys
+            ],
+        )
+    ]
+
+
+def _launch_cost(G: nx.DiGraph) -> float | None:
+    """The eager step's mean CPU time per launch call, in us."""
+    eager = G.graph.get("eager_summary")
+    if isinstance(eager, dict) and eager.get("launch_calls") and eager.get("cpu_launch_us"):
+        return float(eager["cpu_launch_us"]) / float(eager["launch_calls"])
+    return None
+
+
+def short_kernels(G: nx.DiGraph) -> list[Finding]:
+    mean_launch = _launch_cost(G)
+    short: dict[str, float] = {}
+    for key, data in G.nodes(data=True):
+        median = _median(data)
+        if data.get("type") != "KERNEL" or median is None:
+            continue
+        eager = data.get("eager") if isinstance(data.get("eager"), dict) else {}
+        launch = (
+            eager.get("launch_us") if isinstance(eager.get("launch_us"), (int, float)) else None
+        )
+        cost = launch if launch is not None else mean_launch
+        if cost is not None and median < cost:
+            short[key] = median
+    kernels = sum(1 for _, d in G.nodes(data=True) if d.get("type") == "KERNEL")
+    if not short:
+        return []
+    runs = sorted(
+        (
+            run
+            for chain in _chains(G, lambda k: k in short)
+            for run in _by_module(G, chain)
+            if len(run) >= MIN_RUN
+        ),
+        key=lambda run: -sum(short[k] for k in run),
+    )
+    details = [
+        f"{_module(G.nodes[run[0]]) or 'no module'}: {len(run)} in a row, "
+        f"{sum(short[k] for k in run):.1f} us: "
+        + ", ".join(_op(G.nodes[k]) for k in run[:8])
+        + (", ..." if len(run) > 8 else "")
+        for run in runs[:10]
+    ]
+    launch_text = f" (a launch took {mean_launch:.1f} us on average eagerly)" if mean_launch else ""
+    return [
+        Finding(
+            "short-kernel",
+            "info",
+            f"{len(short)} of {kernels} kernels run shorter than their eager launch call"
+            + launch_text,
+            _ordered(G, short),
+            "The graph removes their launch cost, but each still costs a scheduling slot on "
+            "the GPU and a write and read of its operands in memory; chains of them are what "
+            "kernel fusion removes.",
+            "Fuse the runs (torch.compile, or a fused kernel such as a fused RMSNorm or rotary "
+            "embedding); below, the runs of one module, most time first.",
+            cost_us=sum(short.values()),
+            details=details,
+        )
+    ]
+
+
+def _bytes(data: dict[str, Any]) -> int | None:
+    if data.get("type") == "MEMCPY":
+        return data.get("bytes") if isinstance(data.get("bytes"), int) else None
+    if data.get("type") == "MEMSET":
+        dims = [data.get("width"), data.get("height"), data.get("element_size")]
+        if all(isinstance(v, int) for v in dims):
+            return int(dims[0]) * int(dims[1]) * int(dims[2])
+    return None
+
+
+def tiny_copy_chains(G: nx.DiGraph) -> list[Finding]:
+    def tiny(key: str) -> bool:
+        size = _bytes(G.nodes[key])
+        return size is not None and size <= TINY_BYTES
+
+    runs = [run for run in _chains(G, tiny) if len(run) >= MIN_RUN]
+    if not runs:
+        return []
+    keys = [k for run in runs for k in run]
+    return [
+        Finding(
+            "tiny-copy-chain",
+            "info",
+            f"{len(runs)} chain(s) of {MIN_RUN} or more small copies or memsets",
+            keys,
+            f"Copies and memsets of at most {TINY_BYTES // 1024} KiB each, one after another: "
+            "each is a separate node with its own start-up cost on a copy engine or the SMs, "
+            "and the chain serialises them.",
+            "Pack the small buffers into one and copy or clear it once, or do the work in the "
+            "kernel that consumes it.",
+            cost_us=sum(_median(G.nodes[k]) or 0.0 for k in keys) or None,
+            details=[
+                f"{len(run)} nodes: " + ", ".join(f"{k} ({_bytes(G.nodes[k])} B)" for k in run)
+                for run in runs
+            ],
+        )
+    ]
+
+
+def _addresses(data: dict[str, Any]) -> set[int]:
+    return {int(p["address"]) for p in data.get("pointers", []) if p.get("address")}
+
+
+def _siblings(G: nx.DiGraph, a: str, b: str) -> bool:
+    """Whether two nodes come from one op in two modules of one parent (q_proj, k_proj)."""
+    ma, mb = _module(G.nodes[a]), _module(G.nodes[b])
+    if not ma or not mb or ma == mb or "." not in ma or "." not in mb:
+        return False
+    return ma.rsplit(".", 1)[0] == mb.rsplit(".", 1)[0] and _op(G.nodes[a]) == _op(G.nodes[b])
+
+
+def serialised_work(G: nx.DiGraph) -> list[Finding]:
+    """Runs of one op in sibling modules (q_proj, k_proj, v_proj) that pass each other nothing.
+
+    Pointers, not read and write sets, are what a bundle has: two kernels in a row whose only
+    common addresses are also those of the node before them (their shared input) pass no
+    output from one to the other at the same address. That alone is a weak hint (a view at
+    an offset of the other's output does not show: on the samples it flagged a GEMM and the
+    cache write that reads a slice of its output), so a run must also be one op applied by
+    sibling modules. Even then it is a hint, and the finding says "may".
+    """
+    has_pointers = any(d.get("pointers") for _, d in G.nodes(data=True))
+    if not has_pointers:
+        return []
+    out: list[list[str]] = []
+    for run in _chains(G, lambda k: G.nodes[k].get("type") == "KERNEL"):
+        shared = set().union(*(_addresses(G.nodes[p]) for p in G.pred[run[0]]))
+        group: list[str] = []
+        for key in run:
+            mine = _addresses(G.nodes[key])
+            if (
+                mine
+                and group
+                and _siblings(G, group[-1], key)
+                and all(mine & _addresses(G.nodes[k]) <= shared for k in group)
+            ):
+                group.append(key)
+                continue
+            if len(group) >= 2:
+                out.append(group)
+            # A new group: its shared input is what the node before it used.
+            shared = _addresses(G.nodes[group[-1]]) if group else shared
+            group = [key] if mine else []
+        if len(group) >= 2:
+            out.append(group)
+    groups = []
+    for group in out:
+        times = [_median(G.nodes[k]) for k in group]
+        known = [t for t in times if t is not None]
+        saving = sum(known) - max(known) if known else None
+        if known and (saving or 0) < 1.0:
+            continue  # running them side by side could save under a microsecond
+        groups.append((group, saving))
+    if not groups:
+        return []
+    keys = [k for group, _ in groups for k in group]
+    savings = [s for _, s in groups if s is not None]
+    return [
+        Finding(
+            "serialised-independent-work",
+            "info",
+            f"{len(groups)} run(s) of kernels that may be independent but wait for each other",
+            keys,
+            "Each kernel of a run is the same op in a sibling module and depends on the one "
+            "before (they were captured on one stream), yet none passes a pointer to the "
+            "next beyond the inputs they share: they may be independent, and then they need "
+            "not wait.",
+            "Check that they are independent; then capture them on separate streams (fork "
+            "with torch.cuda.Stream and events) or fuse them (one GEMM for q, k and v).",
+            cost_us=sum(savings) if savings else None,
+            details=[
+                f"{(_module(G.nodes[group[0]]) or '').rsplit('.', 1)[0]}: "
+                + ", ".join((_module(G.nodes[k]) or "").rsplit(".", 1)[-1] for k in group)
+                + f" ({_op(G.nodes[group[0]])}, {' '.join(group)})"
+                + (f": up to {saving:.1f} us if run side by side" if saving else "")
+                for group, saving in groups
+            ],
+        )
+    ]
+
+
+def allocation_nodes(G: nx.DiGraph) -> list[Finding]:
+    keys = _ordered(
+        G, (k for k, d in G.nodes(data=True) if d.get("type") in ("MEM_ALLOC", "MEM_FREE"))
+    )
+    if not keys:
+        return []
+    return [
+        Finding(
+            "allocation-node",
+            "warning",
+            f"{len(keys)} memory allocation or free node(s) inside the step",
+            keys,
+            "The graph allocates and frees on every replay: the memory stays reserved for the "
+            "graph's lifetime, the graph cannot be cloned (cudaGraphClone fails, 801), and "
+            "cudaGraphExecUpdate cannot change these nodes.",
+            "Allocate the buffers once before capture and keep them static (the gpt-fast "
+            "discipline); cudaMallocAsync inside the captured region is what makes these.",
+            details=[
+                f"{k}: {G.nodes[k]['type']}"
+                + (f" {G.nodes[k]['bytes']} bytes" if G.nodes[k].get("bytes") else "")
+                for k in keys
+            ],
+        )
+    ]
+
+
+def parity_mismatches(G: nx.DiGraph) -> list[Finding]:
+    parity = G.graph.get("parity")
+    if not isinstance(parity, dict) or parity.get("ok", True):
+        return []
+    keys = [d["node"] for d in parity.get("only_in_graph", []) if d.get("node") in G]
+    keys += [d["node"] for d in parity.get("config", []) if d.get("node") in G]
+    lines = [
+        f"only in the graph: {d.get('what')} ({d.get('node')})"
+        for d in parity.get("only_in_graph", [])
+    ]
+    lines += [f"only in the eager step: {d.get('what')}" for d in parity.get("only_in_eager", [])]
+    lines += [
+        f"{d.get('node')}: {d.get('field')} {d.get('graph')} in the graph, {d.get('eager')} eagerly"
+        for d in parity.get("config", [])
+    ]
+    lines += [
+        f"{d.get('what')}: {d.get('graph')} in the graph, {d.get('eager')} eagerly"
+        for d in parity.get("counts", [])
+    ]
+    return [
+        Finding(
+            "parity-mismatch",
+            "warning",
+            f"the graph and the eager step differ ({len(lines)} difference(s))",
+            _ordered(G, set(keys)),
+            "The replayed graph does not launch what the eager step launches: a kernel chosen "
+            "differently at capture (another GEMM, another launch configuration) or work that "
+            "happens only in one of them. Timings of the two are then not comparable, and "
+            "the graph may compute something else.",
+            "Look at each difference: capture after the same warm-up the eager step had, and "
+            "keep shapes and flags identical between the two.",
+            details=lines,
+        )
+    ]
+
+
+RULES: tuple[Callable[[nx.DiGraph], list[Finding]], ...] = (
+    host_nodes,
+    pageable_copies,
+    allocation_nodes,
+    parity_mismatches,
+    serialised_work,
+    short_kernels,
+    tiny_copy_chains,
+)
+
+
+def findings(G: nx.DiGraph) -> list[Finding]:
+    """Every rule's findings, warnings first."""
+    found = [f for rule in RULES for f in rule(G)]
+    return sorted(found, key=lambda f: f.severity != "warning")

@@ -1,0 +1,137 @@
+"""The step report: what the graph saved over the eager step, and where replay time still goes."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name
+from .critical_path import critical_path
+from .findings import findings
+
+#: Module groups are cut to this many path components (``model.layers.3``), so that a layer's
+#: submodules add up to the layer; ``module_depth=None`` keeps whole paths.
+MODULE_DEPTH = 3
+
+
+def replay_median(data: dict[str, Any]) -> float | None:
+    """A node's replay median in us, or None when it was not timed."""
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None
+
+
+def _number(mapping: Any, key: str) -> float | None:
+    value = mapping.get(key) if isinstance(mapping, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+@dataclass
+class StepReport:
+    """Eager step against graph replay for one bundle; times in us, None where not recorded."""
+
+    eager_step_us: float | None  # wall time of one eager step, untraced
+    eager_cpu_launch_us: float | None  # CPU time in launch calls, traced eager step
+    eager_gpu_busy_us: float | None  # GPU busy time of the traced eager step
+    eager_gpu_idle_us: float | None  # GPU span minus busy time, traced eager step
+    replay_us: float | None  # wall time of one graph replay, untraced
+    replay_cpu_launch_us: float | None  # CPU time of the one graph launch call
+    replay_gpu_span_us: float | None  # first node start to last node end, median of replays
+    replay_gpu_busy_us: float | None  # union of node intervals, median of replays
+    speedup: float | None  # eager_step_us / replay_us
+    cpu_overhead_reduction_pct: float | None  # launch CPU time saved by the graph, in percent
+    node_time_us: float | None  # sum of the nodes' replay medians
+    critical_path_us: float | None  # longest dependency chain weighted by replay medians
+    critical_path: list[str] = field(default_factory=list)  # its node keys, in order
+    # span / critical path: 1.0 means replay is as short as its dependencies allow.
+    span_over_critical: float | None = None
+    # node time / critical path: how many nodes could run at once on average (1.0: a chain).
+    parallelism: float | None = None
+    top_nodes: list[dict[str, Any]] = field(default_factory=list)  # slowest nodes first
+    top_modules: list[dict[str, Any]] = field(default_factory=list)  # module groups by time
+    findings: list[dict[str, Any]] = field(default_factory=list)  # see findings.py
+    nodes: int = 0
+    timed_nodes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _module_group(data: dict[str, Any], depth: int | None) -> str:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    module = origin.get("module")
+    if not isinstance(module, str):
+        return "(no module)"
+    if module == "":
+        return "(model)"
+    parts = module.split(".")
+    return ".".join(parts[:depth]) if depth else module
+
+
+def step_report(
+    G: nx.DiGraph, top: int = 10, module_depth: int | None = MODULE_DEPTH
+) -> StepReport:
+    """The step report of a bundle's graph (a DOT graph gives counts and findings only)."""
+    timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
+    eager = G.graph.get("eager_summary") if isinstance(G.graph.get("eager_summary"), dict) else {}
+    eager_step = _number(timing, "eager_step_us")
+    replay_wall = _number(timing, "replay_wall_us")
+    eager_launch = _number(eager, "cpu_launch_us")
+    replay_launch = _number(timing, "cpu_launch_us")
+    medians = {k: replay_median(d) for k, d in G.nodes(data=True)}
+    timed = {k: m for k, m in medians.items() if m is not None}
+    path, length = critical_path(G, lambda key: medians.get(key) or 0.0)
+    node_time = sum(timed.values()) if timed else None
+    span = _number(timing, "replay_us")
+    top_nodes = [
+        {
+            "node": key,
+            "name": display_name(G.nodes[key]),
+            "type": G.nodes[key].get("type"),
+            "median_us": value,
+            "p90_us": _number(G.nodes[key].get("replay"), "p90_us"),
+            "eager_us": _number(G.nodes[key].get("eager"), "duration_us"),
+            "module": (G.nodes[key].get("attribution") or {}).get("module"),
+        }
+        for key, value in sorted(timed.items(), key=lambda item: -item[1])[:top]
+    ]
+    groups: dict[str, dict[str, Any]] = defaultdict(lambda: {"nodes": 0, "replay_us": 0.0})
+    for key, value in timed.items():
+        group = groups[_module_group(G.nodes[key], module_depth)]
+        group["nodes"] += 1
+        group["replay_us"] += value
+    top_modules = [
+        {"module": name, **entry, "share_pct": 100 * entry["replay_us"] / node_time}
+        for name, entry in sorted(groups.items(), key=lambda item: -item[1]["replay_us"])[:top]
+        if node_time
+    ]
+    return StepReport(
+        eager_step_us=eager_step,
+        eager_cpu_launch_us=eager_launch,
+        eager_gpu_busy_us=_number(eager, "gpu_busy_us"),
+        eager_gpu_idle_us=_number(eager, "gpu_idle_us"),
+        replay_us=replay_wall,
+        replay_cpu_launch_us=replay_launch,
+        replay_gpu_span_us=span,
+        replay_gpu_busy_us=_number(timing, "gpu_busy_us"),
+        speedup=eager_step / replay_wall if eager_step and replay_wall else None,
+        cpu_overhead_reduction_pct=(
+            100 * (1 - replay_launch / eager_launch)
+            if eager_launch and replay_launch is not None
+            else None
+        ),
+        node_time_us=node_time,
+        critical_path_us=length if timed else None,
+        critical_path=path if timed else [],
+        span_over_critical=span / length if span and timed and length > 0 else None,
+        parallelism=node_time / length if node_time and length > 0 else None,
+        top_nodes=top_nodes,
+        top_modules=top_modules,
+        findings=[f.as_dict() for f in findings(G)],
+        nodes=G.number_of_nodes(),
+        timed_nodes=len(timed),
+    )
