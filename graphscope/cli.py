@@ -1,4 +1,5 @@
-"""The ``graphscope`` command: ``inspect`` and ``convert``.
+"""The ``graphscope`` command: ``inspect``, ``report``, ``diff``, ``buckets``, ``export``,
+``convert``, ``serve`` and ``capture``.
 
 Errors print as one line, ``graphscope: error: FILE[:LINE]: what is wrong``; the exit status is
 2 for unreadable or invalid input, 1 for any other graphscope error, 0 otherwise.
@@ -13,11 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from . import __version__
-from .analysis.buckets import DEFAULT_BUCKETS
+from . import __version__, exports, text
+from .analysis.buckets import DEFAULT_BUCKETS, bucket_report, read_distribution
+from .analysis.diff import diff
+from .analysis.findings import findings
+from .analysis.report import step_report
 from .analysis.summary import summarize
 from .errors import GraphscopeError, InputError
-from .io import detect_format, load, save
+from .io import detect_format, load, save, write_atomic
 
 
 def _dims(d: Any) -> str:
@@ -118,12 +122,22 @@ def _error(message: str) -> None:
     sys.stderr.write(f"graphscope: error: {message}\n")
 
 
+def _dump_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=1, default=str)
+    sys.stdout.write("\n")
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     status = 0
     results = []
     for path in args.files:
         try:
-            summary = {"format": detect_format(path), **summarize(load(path))}
+            G = load(path)
+            summary = {
+                "format": detect_format(path),
+                **summarize(G),
+                "findings": [f.as_dict() for f in findings(G)],
+            }
         except InputError as exc:
             _error(str(exc))
             status = 2
@@ -132,6 +146,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             results.append({"file": path, **summary})
         else:
             render_summary(path, summary, sys.stdout, top=args.top)
+            text.render_findings(summary["findings"], sys.stdout.write)
     if args.json:
         json.dump(results, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -183,6 +198,59 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    report = step_report(load(args.file), top=args.top)
+    if args.json:
+        _dump_json({"file": args.file, **report.as_dict()})
+    else:
+        text.render_report(args.file, report, sys.stdout.write)
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    result = diff(load(args.a), load(args.b))
+    if args.json:
+        _dump_json({"a": args.a, "b": args.b, **result.as_dict()})
+    else:
+        text.render_diff(args.a, args.b, result, sys.stdout.write, top=args.top)
+    return 0
+
+
+def cmd_buckets(args: argparse.Namespace) -> int:
+    distribution = read_distribution(args.histogram) if args.histogram else None
+    budget = int(args.budget_mib * 2**20) if args.budget_mib is not None else None
+    report = bucket_report(args.path, distribution, budget)
+    if args.json:
+        _dump_json({"path": args.path, **report.as_dict()})
+    else:
+        text.render_buckets(args.path, report, sys.stdout.write)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    G = load(args.file)
+    out = Path(args.output)
+    if args.format == "html":
+        try:
+            from .app.report_html import report_html
+        except ImportError as exc:
+            raise GraphscopeError(
+                f"the HTML report needs the dashboard's packages ({exc}): pip install graphscope"
+            ) from None
+        written = [write_atomic(out, report_html(G, Path(args.file).name))]
+    else:
+        make, _ = exports.FORMATS[args.format]
+        written = [exports.write_json(make(G), out)]
+        if args.format == "model-explorer":
+            overlay = exports.model_explorer_node_data(G)
+            if overlay:
+                name = out.name.removesuffix(".gz").removesuffix(".json")
+                written.append(exports.write_json(overlay, out.with_name(name + ".node-data.json")))
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphscope",
@@ -204,6 +272,64 @@ def build_parser() -> argparse.ArgumentParser:
         "--top", type=int, default=25, metavar="N", help="kernel names to list (default 25)"
     )
     inspect.set_defaults(run=cmd_inspect)
+    report = sub.add_parser(
+        "report",
+        help="eager step against graph replay: what the graph saved, where time goes",
+        description="The step report of a bundle: eager and replay step time, CPU launch time, "
+        "GPU busy and idle, speedup, the slowest nodes and module groups, the critical path "
+        "against the replay span, and the findings.",
+    )
+    report.add_argument("file", metavar="FILE")
+    report.add_argument("--json", action="store_true", help="print JSON for scripts")
+    report.add_argument("--top", type=int, default=10, metavar="N", help="rows per table")
+    report.set_defaults(run=cmd_report)
+    compare = sub.add_parser(
+        "diff",
+        help="what changed between two graphs, and whether cudaGraphExecUpdate accepts it",
+        description="Match the nodes of A and B by topology and kernel identity; list added, "
+        "removed and changed nodes and timing deltas; predict whether cudaGraphExecUpdate "
+        "would update an executable graph of A with B, with the reason for each node that "
+        "prevents it.",
+    )
+    compare.add_argument("a", metavar="A")
+    compare.add_argument("b", metavar="B")
+    compare.add_argument("--json", action="store_true", help="print JSON for scripts")
+    compare.add_argument("--top", type=int, default=15, metavar="N", help="rows per list")
+    compare.set_defaults(run=cmd_diff)
+    buckets = sub.add_parser(
+        "buckets",
+        help="which batch-size buckets are worth their memory",
+        description="Per bucket of a <model>.buckets.json (or the folder holding it): replay "
+        "time, time per sequence, node count and graph memory; the padding waste for a "
+        "batch-size distribution; the fastest set of buckets within a memory budget.",
+    )
+    buckets.add_argument("path", metavar="BUCKETS", help="a .buckets.json or its folder")
+    buckets.add_argument(
+        "--histogram",
+        metavar="FILE",
+        help='batch sizes seen in traffic: "batch,count" lines or a JSON object '
+        "(default: every size up to the largest bucket, equally likely)",
+    )
+    buckets.add_argument(
+        "--budget-mib", type=float, metavar="MIB", help="graph memory budget for the best set"
+    )
+    buckets.add_argument("--json", action="store_true", help="print JSON for scripts")
+    buckets.set_defaults(run=cmd_buckets)
+    export = sub.add_parser(
+        "export",
+        help="write a graph for Perfetto, a browser, Model Explorer or networkx",
+        description="perfetto: a Chrome trace JSON of the eager step and the graph replay "
+        "(open it at ui.perfetto.dev); html: a standalone report in one file that works "
+        "offline; model-explorer: Model Explorer graph JSON with namespaces from attribution, "
+        "and a node-data overlay of replay times beside it (<name>.node-data.json); "
+        "node-link: networkx node-link JSON (networkx.node_link_graph reads it back).",
+    )
+    export.add_argument("file", metavar="FILE")
+    export.add_argument(
+        "--format", required=True, choices=["perfetto", "html", "model-explorer", "node-link"]
+    )
+    export.add_argument("-o", "--output", required=True, metavar="OUT")
+    export.set_defaults(run=cmd_export)
     convert = sub.add_parser(
         "convert",
         help="convert between .dot, .json and .json.gz",

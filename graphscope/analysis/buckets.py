@@ -69,6 +69,8 @@ class BucketReport:
     captured: BucketChoice  # every captured bucket
     best: BucketChoice | None = None  # the fastest set within the memory budget
     budget_bytes: int | None = None
+    # What the driver said, at capture, to updating each bucket's executable with the next.
+    updates: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -78,8 +80,11 @@ class BucketReport:
         return out
 
 
-def read_buckets(path: str | os.PathLike[str]) -> tuple[str | None, str, list[Bucket]]:
-    """(model, padding rule, buckets) from a ``<model>.buckets.json`` or a folder holding one."""
+def read_buckets(
+    path: str | os.PathLike[str],
+) -> tuple[str | None, str, list[Bucket], list[dict[str, Any]]]:
+    """(model, padding rule, buckets, driver update verdicts) from a ``<model>.buckets.json``
+    or a folder holding one."""
     where = Path(path)
     if where.is_dir():
         found = sorted(where.glob("*.buckets.json"))
@@ -119,7 +124,8 @@ def read_buckets(path: str | os.PathLike[str]) -> tuple[str | None, str, list[Bu
     if not buckets:
         raise InputError(where, "lists no buckets")
     buckets.sort(key=lambda b: b.batch_size)
-    return doc.get("model"), str(doc.get("padding", PADDING_RULE)), buckets
+    updates = [u for u in doc.get("updates") or [] if isinstance(u, dict)]
+    return doc.get("model"), str(doc.get("padding", PADDING_RULE)), buckets, updates
 
 
 def read_distribution(path: str | os.PathLike[str]) -> dict[int, float]:
@@ -227,7 +233,7 @@ def bucket_report(
     budget_bytes: int | None = None,
 ) -> BucketReport:
     """The bucket report of a buckets.json (or its folder)."""
-    model, rule, buckets = read_buckets(path)
+    model, rule, buckets, updates = read_buckets(path)
     dist = distribution or uniform(buckets)
     notes = []
     if distribution is None:
@@ -249,4 +255,4 @@ def bucket_report(
             f"pool, {extra / 2**20:.1f} MiB more than the smallest ({min(pools) / 2**20:.1f} MiB)"
         )
     best = best_buckets(buckets, dist, budget_bytes) if budget_bytes is not None else None
-    return BucketReport(model, rule, buckets, dist, captured, best, budget_bytes, notes)
+    return BucketReport(model, rule, buckets, dist, captured, best, budget_bytes, updates, notes)

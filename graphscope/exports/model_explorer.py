@@ -1,0 +1,103 @@
+"""Model Explorer graph JSON, with namespaces from attribution, and a replay-time overlay.
+
+The graph follows Model Explorer's ``graph_builder`` dataclasses (a ``GraphCollection``: a
+``label`` and ``graphs``, each with ``id`` and ``nodes``; a node has ``id``, ``label``,
+``namespace``, ``subgraphIds``, ``attrs`` as key/value strings and ``incomingEdges``). The
+namespace is the module path with "/" between parts (``model/layers/3/self_attn``), which the
+viewer folds into layers. Child and conditional-body graphs become graphs of their own,
+reached through ``subgraphIds``. The overlay follows ``node_data_builder``: per graph id,
+``results`` (node id -> ``{"value": us}``) and a ``gradient`` from fast to slow.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name
+
+_SKIPPED = {"args", "pointers", "replay", "eager", "attribution"}  # shown in their own attrs
+_GRADIENT = [{"stop": 0, "bgColor": "#e8f5e9"}, {"stop": 1, "bgColor": "#c62828"}]
+
+
+def _graph_name(gid: int) -> str:
+    return f"graph_{gid}"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _attrs(data: dict[str, Any]) -> list[dict[str, str]]:
+    out = [{"key": k, "value": _text(v)} for k, v in sorted(data.items()) if k not in _SKIPPED]
+    replay = data.get("replay")
+    if isinstance(replay, dict):
+        for field in ("median_us", "p90_us", "min_us", "max_us", "start_us"):
+            if replay.get(field) is not None:
+                out.append({"key": f"replay.{field}", "value": _text(replay[field])})
+    eager = data.get("eager")
+    if isinstance(eager, dict) and eager.get("duration_us") is not None:
+        out.append({"key": "eager.duration_us", "value": _text(eager["duration_us"])})
+    origin = data.get("attribution")
+    if isinstance(origin, dict):
+        for field in ("module", "op", "file", "line"):
+            if origin.get(field) is not None:
+                out.append({"key": field, "value": _text(origin[field])})
+    if data.get("args"):
+        out.append({"key": "arguments", "value": str(len(data["args"]))})
+    return out
+
+
+def _namespace(data: dict[str, Any]) -> str:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    module = origin.get("module")
+    return module.replace(".", "/") if isinstance(module, str) else ""
+
+
+def model_explorer_graph(G: nx.DiGraph, label: str | None = None) -> dict[str, Any]:
+    """The graph as a Model Explorer ``GraphCollection`` JSON object."""
+    members: dict[int, list[str]] = defaultdict(list)
+    for key, data in G.nodes(data=True):
+        members[int(data.get("graph_id", 0))].append(key)
+    owned: dict[str, list[str]] = defaultdict(list)
+    for gid, keys in members.items():
+        parent = G.nodes[keys[0]].get("parent")
+        if parent is not None:
+            owned[parent].append(_graph_name(gid))
+    graphs = []
+    for gid in sorted(members):
+        nodes = []
+        for key in sorted(members[gid], key=lambda k: G.nodes[k].get("local_id", 0)):
+            data = G.nodes[key]
+            nodes.append(
+                {
+                    "id": key,
+                    "label": display_name(data),
+                    "namespace": _namespace(data),
+                    "subgraphIds": owned.get(key, []),
+                    "attrs": _attrs(data),
+                    "incomingEdges": [
+                        {"sourceNodeId": src, "sourceNodeOutputId": "0", "targetNodeInputId": "0"}
+                        for src in G.pred[key]
+                    ],
+                    "outputsMetadata": [],
+                    "inputsMetadata": [],
+                }
+            )
+        graphs.append({"id": _graph_name(gid), "nodes": nodes})
+    name = label or str(G.graph.get("model") or "graphscope")
+    return {"label": name, "graphs": graphs}
+
+
+def model_explorer_node_data(G: nx.DiGraph) -> dict[str, Any]:
+    """Replay medians as Model Explorer node data, keyed by graph id (``ModelNodeData``)."""
+    results: dict[str, dict[str, Any]] = defaultdict(dict)
+    for key, data in G.nodes(data=True):
+        replay = data.get("replay")
+        if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+            graph = _graph_name(int(data.get("graph_id", 0)))
+            results[graph][key] = {"value": float(replay["median_us"])}
+    return {graph: {"results": values, "gradient": _GRADIENT} for graph, values in results.items()}

@@ -1,0 +1,209 @@
+"""Analyses as text for a terminal: what ``report``, ``diff``, ``buckets`` and ``inspect`` print."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .analysis.buckets import BucketReport
+from .analysis.diff import GraphDiff
+from .analysis.report import StepReport
+
+Write = Callable[[str], Any]
+
+
+def us(value: float | None) -> str:
+    """A duration for people: us below a millisecond, ms above."""
+    if value is None or value != value:
+        return "-"
+    return f"{value / 1000:.2f} ms" if abs(value) >= 1000 else f"{value:.1f} us"
+
+
+def mib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.1f} MiB"
+
+
+def render_findings(found: list[dict[str, Any]], w: Write, details: int = 5) -> None:
+    """Findings, each with its nodes, why and what to do."""
+    if not found:
+        w("  findings: none\n")
+        return
+    w(f"  findings ({len(found)}):\n")
+    for f in found:
+        cost = f" ({us(f['cost_us'])} of replay)" if f.get("cost_us") else ""
+        w(f"  [{f['severity']}] {f['code']}: {f['title']}{cost}\n")
+        w(f"      why: {f['why']}\n")
+        w(f"      fix: {f['fix']}\n")
+        for line in f["details"][:details]:
+            w(f"      - {line}\n")
+        if len(f["details"]) > details:
+            w(f"      ... {len(f['details']) - details} more (--json for all)\n")
+        if not f["details"]:
+            nodes = f["nodes"]
+            shown = ", ".join(nodes[:8]) + (
+                f", ... ({len(nodes)} in all)" if len(nodes) > 8 else ""
+            )
+            w(f"      nodes: {shown}\n")
+
+
+def render_report(path: str, r: StepReport, w: Write) -> None:
+    """The step report: what the graph saved, where replay time goes, how parallel it is."""
+    w(f"{path}: {r.nodes} nodes, {r.timed_nodes} timed in replay\n")
+    if r.eager_step_us is not None or r.replay_us is not None:
+        w("  eager step against graph replay\n")
+        rows = [
+            ("step time", r.eager_step_us, r.replay_us),
+            ("CPU launch time", r.eager_cpu_launch_us, r.replay_cpu_launch_us),
+            ("GPU busy", r.eager_gpu_busy_us, r.replay_gpu_busy_us),
+        ]
+        w(f"    {'':<18}{'eager':>12}{'graph':>12}\n")
+        for label, eager, graph in rows:
+            w(f"    {label:<18}{us(eager):>12}{us(graph):>12}\n")
+        if r.eager_gpu_idle_us is not None:
+            w(f"    {'GPU idle (eager)':<18}{us(r.eager_gpu_idle_us):>12}\n")
+        if r.speedup is not None:
+            w(f"    speedup {r.speedup:.1f}x")
+            if r.cpu_overhead_reduction_pct is not None:
+                w(f"; CPU launch overhead down {r.cpu_overhead_reduction_pct:.0f}%")
+            w("\n")
+    else:
+        w("  no timing in this file (a DOT dump has none): capture it with graphscope capture\n")
+    if r.critical_path_us is not None:
+        w(
+            f"  critical path: {len(r.critical_path)} nodes, {us(r.critical_path_us)} of "
+            f"{us(r.node_time_us)} node time"
+        )
+        if r.parallelism is not None:
+            w(f" (parallelism {r.parallelism:.2f}")
+            w("; a chain: nothing runs side by side)" if r.parallelism < 1.01 else ")")
+        w("\n")
+        if r.span_over_critical is not None:
+            gap = (r.replay_gpu_span_us or 0) - r.critical_path_us
+            w(
+                f"  replay span {us(r.replay_gpu_span_us)} is {r.span_over_critical:.2f}x the "
+                f"critical path: {us(gap)} of it is gaps between dependent nodes\n"
+            )
+    if r.top_nodes:
+        w("  slowest nodes (replay median)\n")
+        for n in r.top_nodes:
+            eager = f"  eager {us(n['eager_us'])}" if n.get("eager_us") is not None else ""
+            module = f"  {n['module']}" if n.get("module") else ""
+            w(f"    {us(n['median_us']):>9}  {n['node']:<18} {n['name']}{eager}{module}\n")
+    if r.top_modules:
+        w("  module groups by replay time\n")
+        for m in r.top_modules:
+            w(
+                f"    {us(m['replay_us']):>9}  {m['share_pct']:5.1f}%  {m['nodes']:>4} nodes  "
+                f"{m['module']}\n"
+            )
+    render_findings(r.findings, w)
+
+
+def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
+    """What changed from A to B, and whether an executable of A can be updated with B."""
+    w(f"A: {a}\nB: {b}\n")
+    w(
+        f"  {d.matched} nodes matched, {len(d.added)} added in B, {len(d.removed)} removed "
+        f"from A; {len(d.edges_added)} edges added, {len(d.edges_removed)} removed\n"
+    )
+    if d.replay_a_us is not None and d.replay_b_us is not None:
+        delta = d.replay_b_us - d.replay_a_us
+        pct = 100 * delta / d.replay_a_us if d.replay_a_us else 0.0
+        w(f"  replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)} ({delta:+.1f} us, {pct:+.1f}%)\n")
+    config = [c for c in d.changed if c.fields]
+    args_only = [c for c in d.changed if not c.fields]
+    if config:
+        w(f"  changed parameters ({len(config)} nodes)\n")
+        for c in config[:top]:
+            fields = "; ".join(
+                f"{k} {_short(v[0])} -> {_short(v[1])}" for k, v in c.fields.items() if k != "name"
+            )
+            if "name" in c.fields:
+                fields = "kernel changed" + (f"; {fields}" if fields else "")
+            w(f"    {c.a} -> {c.b}  {c.name}: {fields}\n")
+        if len(config) > top:
+            w(f"    ... {len(config) - top} more (--json for all)\n")
+    if args_only:
+        w(
+            f"  {len(args_only)} nodes differ only in argument values (buffer addresses and "
+            "scalars of the new capture)\n"
+        )
+    for label, keys in (("added in B", d.added), ("removed from A", d.removed)):
+        if keys:
+            shown = ", ".join(keys[:8]) + (f", ... ({len(keys)} in all)" if len(keys) > 8 else "")
+            w(f"  {label}: {shown}\n")
+    timed = [c for c in d.timing if c.delta_us is not None]
+    if timed:
+        w("  largest timing changes (replay median)\n")
+        for c in timed[:top]:
+            w(
+                f"    {c.delta_us:+8.2f} us  {us(c.median_a_us):>9} -> {us(c.median_b_us):>9}  "
+                f"{c.b}  {c.name}\n"
+            )
+    v = d.update
+    if v is not None:
+        if v.ok:
+            w(
+                f"  cudaGraphExecUpdate: B can update an executable graph of A in place "
+                f"({v.paired} node pairs checked)\n"
+            )
+        else:
+            w(f"  cudaGraphExecUpdate: B cannot update an executable graph of A ({v.result}):\n")
+            for o in v.obstacles[:top]:
+                where = f"{o.node} (pairs with {o.pair})" if o.node else "graph"
+                w(f"    {o.result}  {where}: {o.why}\n")
+            if len(v.obstacles) > top:
+                w(f"    ... {len(v.obstacles) - top} more (--json for all)\n")
+            w("    so B must be instantiated anew (cudaGraphInstantiate)\n")
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(x, int) for x in value):
+        return "x".join(map(str, value))
+    text = str(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def render_buckets(path: str, r: BucketReport, w: Write) -> None:
+    """Per bucket time and memory, padding waste, and the best set under a budget."""
+    w(f"{path}: {r.model or '?'}, {len(r.buckets)} buckets; {r.padding_rule}\n")
+    head = ("batch", 5), ("replay", 9), ("per seq", 9), ("nodes", 6), ("pool", 10), ("eager", 9)
+    w("    " + "  ".join(f"{name:>{width}}" for name, width in head) + "\n")
+    for b in r.buckets:
+        w(
+            f"    {b.batch_size:>5}  {us(b.replay_us):>9}  {us(b.per_sequence_us):>9}  "
+            f"{b.nodes:>6}  {mib(b.graph_pool_bytes):>10}  {us(b.eager_step_us):>9}\n"
+        )
+    c = r.captured
+    w(
+        f"  with every bucket: mean step {us(c.mean_step_us)}, padding {c.padding_pct:.1f}% of "
+        f"real sequences, graph memory {mib(c.pool_bytes)}\n"
+    )
+    if r.budget_bytes is not None:
+        if r.best is None:
+            w(f"  no set of buckets fits in {mib(r.budget_bytes)}\n")
+        else:
+            best = r.best
+            w(
+                f"  best within {mib(r.budget_bytes)}: buckets {' '.join(map(str, best.sizes))} "
+                f"({mib(best.pool_bytes)}): mean step {us(best.mean_step_us)}, padding "
+                f"{best.padding_pct:.1f}%"
+                + (
+                    f", {best.eager_share_pct:.0f}% of batches eager"
+                    if best.eager_share_pct
+                    else ""
+                )
+                + "\n"
+            )
+    for u in r.updates:
+        if "error" in u:
+            w(f"  b{u.get('from')} -> b{u.get('to')}: the update check failed: {u['error']}\n")
+            continue
+        said = "accepted" if u.get("ok") else f"refused ({u.get('result')}"
+        said += "" if u.get("ok") else (f" at {u['error_node']})" if u.get("error_node") else ")")
+        w(
+            f"  b{u.get('from')} -> b{u.get('to')}: the driver {said} updating the executable "
+            "graph in place (cudaGraphExecUpdate, at capture)\n"
+        )
+    for note in r.notes:
+        w(f"  note: {note}\n")
