@@ -20,6 +20,7 @@ from .analysis.diff import diff
 from .analysis.findings import findings
 from .analysis.report import step_report
 from .analysis.summary import summarize
+from .analysis.torch_trace import with_torch_trace
 from .errors import GraphscopeError, InputError
 from .io import detect_format, load, save, write_atomic
 
@@ -251,6 +252,18 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_trace(args: argparse.Namespace) -> int:
+    G = with_torch_trace(load(args.bundle), args.trace)
+    parity = G.graph["parity"]
+    print(
+        f"joined {parity['matched']} of {parity['eager_ops']} GPU ops of the profiler trace to "
+        f"the graph's {parity['graph_ops']}"
+        + ("" if parity["ok"] else "; they differ: graphscope inspect shows how")
+    )
+    print(f"wrote {save(G, args.output)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="graphscope",
@@ -330,6 +343,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("-o", "--output", required=True, metavar="OUT")
     export.set_defaults(run=cmd_export)
+    imported = sub.add_parser(
+        "import-trace",
+        help="use a PyTorch profiler trace of the eager step as a bundle's eager trace",
+        description="Join a torch.profiler Chrome trace (export_chrome_trace, .json or "
+        ".json.gz) of one eager step to a bundle's nodes and write a bundle whose eager "
+        "side (trace, summary, parity, per-node eager timing) comes from it.",
+    )
+    imported.add_argument("bundle", metavar="BUNDLE")
+    imported.add_argument("trace", metavar="TRACE")
+    imported.add_argument("-o", "--output", required=True, metavar="OUT")
+    imported.set_defaults(run=cmd_import_trace)
     convert = sub.add_parser(
         "convert",
         help="convert between .dot, .json and .json.gz",

@@ -50,3 +50,9 @@ def display_name(data: dict[str, Any]) -> str:
     if data.get("type") == "KERNEL":
         return str(data.get("short_name") or data.get("name") or "KERNEL")
     return str(data.get("type", "?"))
+
+
+def origin_of(data: dict[str, Any]) -> dict[str, Any]:
+    """A node's attribution (module, op, file, line), or {} when it has none."""
+    origin = data.get("attribution")
+    return origin if isinstance(origin, dict) else {}

@@ -86,9 +86,9 @@ def render_report(path: str, r: StepReport, w: Write) -> None:
     if r.top_nodes:
         w("  slowest nodes (replay median)\n")
         for n in r.top_nodes:
-            eager = f"  eager {us(n['eager_us'])}" if n.get("eager_us") is not None else ""
+            eager_text = f"  eager {us(n['eager_us'])}" if n.get("eager_us") is not None else ""
             module = f"  {n['module']}" if n.get("module") else ""
-            w(f"    {us(n['median_us']):>9}  {n['node']:<18} {n['name']}{eager}{module}\n")
+            w(f"    {us(n['median_us']):>9}  {n['node']:<18} {n['name']}{eager_text}{module}\n")
     if r.top_modules:
         w("  module groups by replay time\n")
         for m in r.top_modules:

@@ -12,7 +12,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..model import display_name
+from ..model import display_name, origin_of
 
 #: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
 TINY_BYTES = 64 * 1024
@@ -51,7 +51,7 @@ def _median(data: dict[str, Any]) -> float | None:
 
 
 def _where(data: dict[str, Any]) -> str:
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     module, op = origin.get("module"), origin.get("op")
     parts = [p for p in (module, op) if p]
     if origin.get("file") and origin.get("line"):
@@ -60,13 +60,13 @@ def _where(data: dict[str, Any]) -> str:
 
 
 def _module(data: dict[str, Any]) -> str | None:
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     module = origin.get("module")
     return module if isinstance(module, str) else None
 
 
 def _op(data: dict[str, Any]) -> str:
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     op = origin.get("op")
     return op.removeprefix("aten::") if isinstance(op, str) else display_name(data)
 
@@ -225,9 +225,9 @@ def _bytes(data: dict[str, Any]) -> int | None:
     if data.get("type") == "MEMCPY":
         return data.get("bytes") if isinstance(data.get("bytes"), int) else None
     if data.get("type") == "MEMSET":
-        dims = [data.get("width"), data.get("height"), data.get("element_size")]
-        if all(isinstance(v, int) for v in dims):
-            return int(dims[0]) * int(dims[1]) * int(dims[2])
+        width, height, size = data.get("width"), data.get("height"), data.get("element_size")
+        if isinstance(width, int) and isinstance(height, int) and isinstance(size, int):
+            return width * height * size
     return None
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..model import display_name
+from ..model import display_name, origin_of
 from .critical_path import critical_path
 from .findings import findings
 
@@ -62,7 +62,7 @@ class StepReport:
 
 
 def _module_group(data: dict[str, Any], depth: int | None) -> str:
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     module = origin.get("module")
     if not isinstance(module, str):
         return "(no module)"

@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..model import display_name
+from ..model import display_name, origin_of
 
 _SKIPPED = {"args", "pointers", "replay", "eager", "attribution"}  # shown in their own attrs
 _GRADIENT = [{"stop": 0, "bgColor": "#e8f5e9"}, {"stop": 1, "bgColor": "#c62828"}]
@@ -52,7 +52,7 @@ def _attrs(data: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def _namespace(data: dict[str, Any]) -> str:
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     module = origin.get("module")
     return module.replace(".", "/") if isinstance(module, str) else ""
 

@@ -9,4 +9,5 @@ import networkx as nx
 
 def node_link(G: nx.DiGraph) -> dict[str, Any]:
     """``nx.node_link_data(G, edges="edges")``: read back with ``nx.node_link_graph``."""
-    return nx.node_link_data(G, edges="edges")
+    data: dict[str, Any] = nx.node_link_data(G, edges="edges")
+    return data

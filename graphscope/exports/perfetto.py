@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from ..analysis.eager import eager_calls, eager_gpu
-from ..model import display_name
+from ..model import display_name, origin_of
 
 EAGER_PID = 1
 REPLAY_PID = 2
@@ -43,7 +43,7 @@ def _node_args(G: nx.DiGraph, key: str) -> dict[str, Any]:
     for field in ("grid", "block", "shared_mem", "bytes", "kind"):
         if data.get(field) is not None:
             args[field] = data[field]
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
+    origin = origin_of(data)
     for field in ("module", "op"):
         if origin.get(field):
             args[field] = origin[field]

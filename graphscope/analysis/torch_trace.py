@@ -1,0 +1,124 @@
+"""A PyTorch profiler (Kineto) Chrome trace of the eager step, as an alternative eager trace.
+
+Users often have a ``torch.profiler`` trace of their step already. Its CUDA runtime and driver
+calls (``cuda_runtime``, ``cuda_driver``) and GPU work (``kernel``, ``gpu_memcpy``,
+``gpu_memset``) carry the same correlation ids CUPTI gives, so they become the records
+``encode_eager_trace`` stores, and ``join_eager`` joins them to the graph's nodes as it joins
+graphscope's own trace. Kineto prints kernel names demangled; they are matched to the graph's
+mangled names through each node's ``demangled`` name.
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from ..errors import InputError
+from .eager import COPY_KINDS, eager_summary, encode_eager_trace, join_eager
+
+_API = {"cuda_runtime": "runtime", "cuda_driver": "driver"}
+_GPU = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+_COPY_CODES = {kind: code for code, kind in COPY_KINDS.items()}
+_COPY_NAME = re.compile(r"Memcpy (\w+)")
+
+
+def read_torch_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The ``traceEvents`` of a Chrome trace written by ``torch.profiler`` (.json or .json.gz)."""
+    where = Path(path)
+    try:
+        raw = where.read_bytes()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        doc = json.loads(raw)
+    except FileNotFoundError:
+        raise InputError(where, "no such file") from None
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(where, f"not a Chrome trace JSON ({exc})") from None
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise InputError(where, 'not a Chrome trace: no "traceEvents" list')
+    if not any(isinstance(e, dict) and e.get("cat") in _GPU for e in events):
+        raise InputError(
+            where,
+            "holds no GPU kernels, copies or memsets: profile the step with "
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
+        )
+    return [e for e in events if isinstance(e, dict)]
+
+
+def records_from_torch_trace(
+    events: list[dict[str, Any]], mangled: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """CUPTI-like records (as ``encode_eager_trace`` takes them) from Kineto's events.
+
+    ``mangled`` maps a demangled kernel name to the name the graph records.
+    """
+    names = mangled or {}
+    records = []
+    for e in events:
+        cat, args = e.get("cat"), e.get("args") or {}
+        if e.get("ph") != "X" or (cat not in _API and cat not in _GPU):
+            continue
+        correlation = args.get("correlation")
+        if not isinstance(correlation, int) or correlation <= 0:
+            continue
+        start = round(float(e["ts"]) * 1000)
+        record: dict[str, Any] = {
+            "start": start,
+            "end": start + round(float(e.get("dur", 0)) * 1000),
+            "correlation_id": correlation,
+        }
+        if cat in _API:
+            record.update(kind=_API[cat], api=e.get("name"), thread_id=e.get("tid"))
+        else:
+            record.update(kind=_GPU[cat], stream_id=args.get("stream"))
+            if cat == "kernel":
+                grid, block = args.get("grid") or [None] * 3, args.get("block") or [None] * 3
+                record.update(
+                    name=names.get(e.get("name", ""), e.get("name")),
+                    grid_x=grid[0],
+                    grid_y=grid[1],
+                    grid_z=grid[2],
+                    block_x=block[0],
+                    block_y=block[1],
+                    block_z=block[2],
+                    dynamic_shared_memory=args.get("shared memory"),
+                )
+            else:
+                record["bytes"] = args.get("bytes")
+                match = _COPY_NAME.match(str(e.get("name", "")))
+                if cat == "gpu_memcpy" and match:
+                    record["copy_kind"] = _COPY_CODES.get(match.group(1), 0)
+        records.append(record)
+    return records
+
+
+def with_torch_trace(G: nx.DiGraph, path: str | os.PathLike[str]) -> nx.DiGraph:
+    """A copy of ``G`` whose eager side (trace, summary, parity, per-node eager timing) is the
+    profiler trace at ``path``. Replay timing and the untimed eager step time stay as captured.
+    """
+    events = read_torch_trace(path)
+    mangled = {
+        str(d["demangled"]): str(d["name"])
+        for _, d in G.nodes(data=True)
+        if d.get("type") == "KERNEL" and d.get("demangled") and d.get("name")
+    }
+    trace = encode_eager_trace(records_from_torch_trace(events, mangled))
+    H = copy.deepcopy(G)
+    joined = join_eager(H, trace)
+    for key in H:
+        H.nodes[key].pop("eager", None)
+    for key, entry in joined.nodes.items():
+        H.nodes[key]["eager"] = entry
+    H.graph["eager_trace"] = trace
+    H.graph["eager_summary"] = eager_summary(trace)
+    H.graph["parity"] = joined.parity
+    H.graph["eager_source"] = {"format": "torch-profiler", "file": Path(path).name}
+    return H
