@@ -10,7 +10,7 @@ import atexit
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,10 @@ import dash
 import networkx as nx
 from dash import ALL, Input, Output, Patch, State, dcc, html
 
+from graphscope.analysis.buckets import bucket_report
+from graphscope.errors import GraphscopeError
+
+from . import pages
 from .figure import build_figure, has_timing, node_hovers, ring_at
 from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, group_levels
 from .layout import Layout, layout
@@ -45,6 +49,15 @@ button.link { border: none; background: none; color: #1a5fb4; cursor: pointer; p
 .cards { display: flex; gap: 10px; padding: 6px 16px; flex-wrap: wrap; }
 .card { border: 1px solid #ddd; border-radius: 6px; padding: 4px 10px; font-size: 13px; }
 .card b { display: block; font-size: 16px; }
+.page { padding: 8px 16px; font-size: 13px; }
+.pages { padding: 4px 16px; border-bottom: 1px solid #ddd; font-weight: 500; }
+.pages label { margin-right: 18px; cursor: pointer; }
+.pickers { display: flex; gap: 12px; margin-bottom: 8px; }
+.pickers > * { width: 420px; }
+table.data { border-collapse: collapse; }
+table.data th, table.data td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+.finding { border-left: 4px solid #999; padding: 4px 12px; margin: 8px 0; }
+.finding.warning { border-color: #d62728; } .finding.info { border-color: #1f77b4; }
 #upload { border: 1px dashed #999; border-radius: 6px; padding: 4px 10px; cursor: pointer; }
 """
 
@@ -112,6 +125,9 @@ def default_grouping(source_id: str, G: nx.DiGraph) -> dict[str, Any]:
     return {"source": source_id, "default": mode, "toggled": []}
 
 
+_HIDDEN = {"display": "none"}
+PAGES = ("graph", "report", "compare", "buckets")
+
 # ``rings`` once the DAG holding it (its ring trace last) is drawn in the page.
 _WHEN_PAINTED = """
 function(rings) {
@@ -144,6 +160,7 @@ def _page(
     found: list[str],
     count: str,
     rings: Any,
+    bucket_files: list[dict[str, str]],
 ) -> html.Div:
     """The page's components, holding the first graph as ``draw`` would have drawn it."""
     return html.Div(
@@ -188,31 +205,90 @@ def _page(
                     html.Button("expand all", id="expand-all", n_clicks=0),
                 ]
             ),
-            html.Div(status, id="status", style={"padding": "4px 16px"}),
-            html.Div(cards, id="cards", className="cards"),
-            html.Main(
+            # The page picker; the pages below all stay mounted, shown or hidden.
+            dcc.RadioItems(
+                id="page",
+                options=[{"label": f" {name}", "value": name} for name in PAGES],
+                value="graph",
+                inline=True,
+                className="pages",
+            ),
+            # Every page stays in the page, shown or hidden: the DAG is not redrawn on return.
+            html.Div(
+                [
+                    html.Div(status, id="status", style={"padding": "4px 16px"}),
+                    html.Div(cards, id="cards", className="cards"),
+                    html.Main(
+                        [
+                            html.Div(
+                                [
+                                    dcc.Graph(
+                                        id="dag",
+                                        figure=fig,
+                                        style=style,
+                                        config={"scrollZoom": True, "displaylogo": False},
+                                    ),
+                                    # Below the DAG: the node panel beside them stays in view.
+                                    html.Div(
+                                        dcc.Graph(id="timeline", config={"displaylogo": False}),
+                                        id="timeline-pane",
+                                    ),
+                                ],
+                                id="graph-pane",
+                            ),
+                            html.Div(
+                                html.P("Click a node to see its details.", className="muted"),
+                                id="node-panel",
+                            ),
+                        ]
+                    ),
+                ],
+                id="graph-page",
+            ),
+            html.Div(id="report-page", className="page", style=_HIDDEN),
+            html.Div(
                 [
                     html.Div(
                         [
-                            dcc.Graph(
-                                id="dag",
-                                figure=fig,
-                                style=style,
-                                config={"scrollZoom": True, "displaylogo": False},
-                            ),
-                            # Below the DAG, so that the node panel beside them stays in view.
-                            html.Div(
-                                dcc.Graph(id="timeline", config={"displaylogo": False}),
-                                id="timeline-pane",
-                            ),
+                            dcc.Dropdown(id="compare-a", options=options, placeholder="A"),
+                            dcc.Dropdown(id="compare-b", options=options, placeholder="B"),
                         ],
-                        id="graph-pane",
+                        className="pickers",
                     ),
                     html.Div(
-                        html.P("Click a node to see its details.", className="muted"),
-                        id="node-panel",
+                        html.P("Pick two graphs: what changed from A to B.", className="muted"),
+                        id="compare-page",
                     ),
-                ]
+                ],
+                id="compare-wrap",
+                className="page",
+                style=_HIDDEN,
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.Dropdown(
+                                id="buckets-file",
+                                options=bucket_files,
+                                value=bucket_files[0]["value"] if bucket_files else None,
+                                placeholder="a <model>.buckets.json",
+                            ),
+                            dcc.Input(
+                                id="budget",
+                                type="number",
+                                min=0,
+                                placeholder="memory budget, MiB",
+                                debounce=True,
+                            ),
+                        ],
+                        className="pickers",
+                    ),
+                    html.Div(id="buckets-page"),
+                ],
+                id="buckets-wrap",
+                className="page",
+                style=_HIDDEN,
             ),
             dcc.Store(id="selected"),
             dcc.Store(id="grouping"),
@@ -234,6 +310,12 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     given = [Path(p) for p in paths]
     for path in given or sample_files():
         registry.add_path(path, str(path) if given else f"sample: {path.name}")
+    folders = sorted({p.resolve().parent for p in (given or sample_files())})
+    bucket_files = [
+        {"label": str(f) if given else f"sample: {f.name}", "value": str(f)}
+        for folder in folders
+        for f in sorted(folder.glob("*.buckets.json"))
+    ]
     uploads = Path(tempfile.mkdtemp(prefix="graphscope-uploads-"))
     atexit.register(shutil.rmtree, uploads, ignore_errors=True)  # dropped files go with the app
     levels_cache: dict[str, dict[str, list[str]]] = {}
@@ -355,9 +437,87 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         fig, style, status, cards, found, count, rings = render(
             first, "type", None, None, None, True
         )
-        return _page(options(), first, fig, style, status, cards, found, count, rings)
+        return _page(options(), first, fig, style, status, cards, found, count, rings, bucket_files)
 
     app.layout = page
+
+    @app.callback(
+        Output("graph-page", "style"),
+        Output("report-page", "style"),
+        Output("compare-wrap", "style"),
+        Output("buckets-wrap", "style"),
+        Input("page", "value"),
+        prevent_initial_call=True,
+    )
+    def show_page(page: str) -> tuple[Any, ...]:
+        return tuple({} if page == name else _HIDDEN for name in PAGES)
+
+    @app.callback(
+        Output("report-page", "children"),
+        Input("page", "value"),
+        Input("source", "value"),
+        prevent_initial_call=True,
+    )
+    def report_view(page: str, source_id: str | None) -> Any:
+        if page != "report":
+            return dash.no_update
+        return _analysis(source_id, lambda G: pages.report_page(G))
+
+    @app.callback(
+        Output("compare-a", "options"),
+        Output("compare-b", "options"),
+        Input("source", "options"),
+        prevent_initial_call=True,
+    )
+    def compare_options(choices: Any) -> tuple[Any, Any]:
+        return choices, choices
+
+    @app.callback(
+        Output("compare-page", "children"),
+        Input("page", "value"),
+        Input("compare-a", "value"),
+        Input("compare-b", "value"),
+        prevent_initial_call=True,
+    )
+    def compare_view(page: str, a: str | None, b: str | None) -> Any:
+        if page != "compare" or not a or not b:
+            return dash.no_update
+        A = _analysis(a, lambda G: G)
+        if not isinstance(A, nx.DiGraph):
+            return A
+        return _analysis(b, lambda B: pages.compare_page(A, B))
+
+    @app.callback(
+        Output("buckets-page", "children"),
+        Input("page", "value"),
+        Input("buckets-file", "value"),
+        Input("budget", "value"),
+        prevent_initial_call=True,
+    )
+    def buckets_view(page: str, path: str | None, budget: Any) -> Any:
+        if page != "buckets":
+            return dash.no_update
+        if not path or path not in {f["value"] for f in bucket_files}:
+            return html.P(
+                "No buckets file here: graphscope capture writes <model>.buckets.json beside "
+                "the bundles it makes; give a bundle in that folder to graphscope serve.",
+                className="muted",
+            )
+        limit = int(float(budget) * 2**20) if isinstance(budget, (int, float)) else None
+        try:
+            return pages.buckets_page(bucket_report(path, budget_bytes=limit))
+        except GraphscopeError as exc:
+            return html.Div(str(exc), className="error")
+
+    def _analysis(source_id: str | None, make: Callable[[nx.DiGraph], Any]) -> Any:
+        """``make(G)`` for a source, or the source's one-line error as the page shows it."""
+        source = registry.get(source_id)
+        if source is None:
+            return html.P("Pick a graph.", className="muted")
+        registry.load(source.id)
+        if source.error is not None or source.graph is None:
+            return html.Div(source.error, className="error")
+        return make(source.graph)
 
     @app.callback(
         Output("source", "options"),

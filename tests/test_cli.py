@@ -106,3 +106,76 @@ def test_serve_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixt
         capsys.readouterr().err.strip()
         == f"graphscope: error: {tmp_path / 'gone.dot'}: no such file"
     )
+
+
+BUNDLES = Path(__file__).resolve().parent.parent / "samples" / "bundles"
+
+
+def test_report_says_what_the_graph_saved(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(BUNDLES / "tiny-llama-b1.json.gz")]) == 0
+    out = capsys.readouterr().out
+    assert "speedup 12.5x; CPU launch overhead down 86%" in out
+    assert "critical path: 212 nodes" in out and "a chain" in out
+    assert "serialised-independent-work" in out and "q_proj, k_proj, v_proj" in out
+    assert main(["report", "--json", str(BUNDLES / "tiny-gpt-parallel-b1.json.gz")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["parallelism"] > 1.1 and report["findings"]
+
+
+def test_inspect_lists_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", str(DOT / "stream-capture-misc" / "flags-verbose.dot")]) == 0
+    out = capsys.readouterr().out
+    assert "[warning] host-node" in out and "[warning] allocation-node" in out
+
+
+def test_diff_between_buckets_and_between_models(capsys: pytest.CaptureFixture[str]) -> None:
+    b1, b8 = str(BUNDLES / "tiny-llama-b1.json.gz"), str(BUNDLES / "tiny-llama-b8.json.gz")
+    assert main(["diff", b1, b8]) == 0
+    out = capsys.readouterr().out
+    assert "212 nodes matched, 0 added in B, 0 removed" in out
+    assert "grid 1x1x1 -> 8x1x1" in out
+    assert "B can update an executable graph of A in place" in out
+    gpt, parallel = (str(BUNDLES / f"{m}-b1.json.gz") for m in ("tiny-gpt", "tiny-gpt-parallel"))
+    assert main(["diff", "--json", gpt, parallel]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["update"]["ok"] is False
+    assert result["update"]["obstacles"][0]["result"] == "ERROR_TOPOLOGY_CHANGED"
+
+
+def test_buckets_with_a_budget_and_a_histogram(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = str(BUNDLES / "tiny-llama.buckets.json")
+    assert main(["buckets", index, "--budget-mib", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "best within 8.0 MiB: buckets 2 4 8" in out and "padding 19.4%" in out
+    histogram = tmp_path / "traffic.csv"
+    histogram.write_text("batch,count\n1,90\n8,10\n")
+    assert main(["buckets", index, "--histogram", str(histogram), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["captured"]["padding_pct"] == 0.0
+    assert main(["buckets", str(BUNDLES)]) == 2
+    assert "several buckets files" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["perfetto", "model-explorer", "node-link"])
+def test_export_writes_json(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / f"out.{fmt}.json"
+    assert (
+        main(["export", str(BUNDLES / "tiny-gpt-b1.json.gz"), "--format", fmt, "-o", str(out)]) == 0
+    )
+    assert json.loads(out.read_text())
+    written = capsys.readouterr().out
+    assert f"wrote {out}" in written
+    if fmt == "model-explorer":
+        overlay = tmp_path / f"out.{fmt}.node-data.json"
+        assert f"wrote {overlay}" in written and json.loads(overlay.read_text())
+
+
+def test_export_to_a_missing_folder_fails_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "nowhere" / "x.json"
+    args = ["export", str(BUNDLES / "tiny-gpt-b1.json.gz"), "--format", "perfetto", "-o", str(out)]
+    assert main(args) == 2
+    assert "does not exist" in capsys.readouterr().err and not out.exists()

@@ -29,6 +29,9 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
         if parent is not None and parent in G:
             owned[parent].append(gid)
     lengths: dict[int, tuple[list[str], float]] = {}
+    # Edges join nodes of one graph, so the whole graph's topological order, filtered, is each
+    # graph's: sorting a subgraph view instead took 2.0 s of a 100,000-node report.
+    order = list(nx.topological_sort(G))
 
     def node_weight(key: str) -> float:
         inner = [solve(gid)[1] for gid in owned.get(key, [])]
@@ -41,8 +44,7 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
         inside = set(members)
         best: dict[str, float] = {}
         via: dict[str, str | None] = {}
-        order = nx.topological_sort(G.subgraph(members))
-        for key in order:
+        for key in (k for k in order if k in inside):
             before = [p for p in G.pred[key] if p in inside]
             start = max(before, key=lambda p: best[p], default=None)
             best[key] = (best[start] if start is not None else 0.0) + node_weight(key)

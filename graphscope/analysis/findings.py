@@ -38,9 +38,15 @@ class Finding:
 
 
 def _ordered(G: nx.DiGraph, keys: Any) -> list[str]:
-    return sorted(
-        keys, key=lambda k: (G.nodes[k].get("graph_id", 0), G.nodes[k].get("local_id", 0))
-    )
+    """``keys`` in graph order: by graph, then by creation (local id)."""
+    data = G.nodes
+    return sorted(keys, key=lambda k: (data[k].get("graph_id", 0), data[k].get("local_id", 0)))
+
+
+def _graph_order(G: nx.DiGraph) -> list[str]:
+    """Every node in graph order (as ``_ordered``, sorting tuples: 10x faster at 100k nodes)."""
+    ranked = sorted((d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True))
+    return [k for _, _, k in ranked]
 
 
 def _median(data: dict[str, Any]) -> float | None:
@@ -85,16 +91,19 @@ def _by_module(G: nx.DiGraph, run: list[str]) -> Iterator[list[str]]:
 
 def _chains(G: nx.DiGraph, member: Callable[[str], bool]) -> Iterator[list[str]]:
     """Maximal runs ``a -> b -> c`` of member nodes, each the only successor of the one before."""
-    for key in _ordered(G, G.nodes):
+    succ = dict(G.adjacency())  # the adjacency dicts themselves: no view per lookup
+    indegree = dict(G.in_degree())
+    sole_pred = {v: u for u, v in G.edges if indegree[v] == 1}
+    for key in _graph_order(G):
         if not member(key):
             continue
-        preds = list(G.pred[key])
-        if len(preds) == 1 and member(preds[0]) and len(G.succ[preds[0]]) == 1:
+        before = sole_pred.get(key)
+        if before is not None and member(before) and len(succ[before]) == 1:
             continue  # inside a run that starts earlier
         run = [key]
-        while len(G.succ[run[-1]]) == 1:
-            nxt = next(iter(G.succ[run[-1]]))
-            if not member(nxt) or len(G.pred[nxt]) != 1:
+        while len(succ[run[-1]]) == 1:
+            nxt = next(iter(succ[run[-1]]))
+            if not member(nxt) or indegree[nxt] != 1:
                 break
             run.append(nxt)
         yield run
@@ -286,26 +295,36 @@ def serialised_work(G: nx.DiGraph) -> list[Finding]:
     if not has_pointers:
         return []
     out: list[list[str]] = []
-    for run in _chains(G, lambda k: G.nodes[k].get("type") == "KERNEL"):
-        shared = set().union(*(_addresses(G.nodes[p]) for p in G.pred[run[0]]))
-        group: list[str] = []
-        for key in run:
-            mine = _addresses(G.nodes[key])
-            if (
-                mine
-                and group
-                and _siblings(G, group[-1], key)
-                and all(mine & _addresses(G.nodes[k]) <= shared for k in group)
-            ):
-                group.append(key)
-                continue
-            if len(group) >= 2:
-                out.append(group)
-            # A new group: its shared input is what the node before it used.
-            shared = _addresses(G.nodes[group[-1]]) if group else shared
-            group = [key] if mine else []
-        if len(group) >= 2:
-            out.append(group)
+    kernels = {k: d for k, d in G.nodes(data=True) if d.get("type") == "KERNEL"}
+    seen: dict[str, set[int]] = {}
+
+    def addresses(key: str) -> set[int]:
+        # Only for kernels next to a sibling: reading every kernel's took 0.8 s at 100k nodes.
+        if key not in seen:
+            seen[key] = _addresses(kernels[key])
+        return seen[key]
+
+    def before(run: list[str], start: int) -> set[int]:
+        """What the node before a group used: the input its members may share."""
+        if start:
+            return addresses(run[start - 1])
+        return set().union(*(_addresses(G.nodes[p]) for p in G.pred[run[0]]))
+
+    for run in _chains(G, kernels.__contains__):
+        start = 0
+        for i in range(1, len(run) + 1):
+            if i < len(run) and _siblings(G, run[i - 1], run[i]):
+                group, shared = run[start : i + 1], before(run, start)
+                mine = addresses(run[i])
+                if (
+                    mine
+                    and addresses(run[start])
+                    and all(mine & addresses(k) <= shared for k in group[:-1])
+                ):
+                    continue
+            if i - start >= 2:
+                out.append(run[start:i])
+            start = i
     groups = []
     for group in out:
         times = [_median(G.nodes[k]) for k in group]

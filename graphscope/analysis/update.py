@@ -57,10 +57,9 @@ class UpdateVerdict:
 def _graphs(G: nx.DiGraph) -> dict[int, list[str]]:
     """Node keys per graph id, in creation (local id) order."""
     by_graph: dict[int, list[str]] = defaultdict(list)
-    for key, data in G.nodes(data=True):
-        by_graph[int(data.get("graph_id", 0))].append(key)
-    for keys in by_graph.values():
-        keys.sort(key=lambda k: int(G.nodes[k].get("local_id", 0)))
+    ranked = sorted((d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True))
+    for gid, _, key in ranked:
+        by_graph[int(gid)].append(key)
     return by_graph
 
 
