@@ -14,6 +14,7 @@ import networkx as nx
 import plotly.io as pio
 
 from graphscope.analysis.report import step_report
+from graphscope.io import bulk
 from graphscope.text import us
 
 from .figure import build_figure
@@ -54,6 +55,11 @@ def _table(head: list[str], rows: list[list[Any]], numeric: frozenset[int] = fro
 
 def report_html(G: nx.DiGraph, title: str) -> str:
     """The report as one HTML document."""
+    with bulk():
+        return _report_html(G, title)
+
+
+def _report_html(G: nx.DiGraph, title: str) -> str:
     r = step_report(G)
     parts = [f"<h1>graphscope report: {_e(title)}</h1>"]
     meta = [G.graph.get(k) for k in ("model", "device", "driver", "torch", "captured_at")]

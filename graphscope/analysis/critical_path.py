@@ -32,6 +32,7 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
     # Edges join nodes of one graph, so the whole graph's topological order, filtered, is each
     # graph's: sorting a subgraph view instead took 2.0 s of a 100,000-node report.
     order = list(nx.topological_sort(G))
+    preds = dict(G.reverse(copy=False).adjacency())  # the predecessor dicts, no view per node
 
     def node_weight(key: str) -> float:
         inner = [solve(gid)[1] for gid in owned.get(key, [])]
@@ -45,9 +46,9 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
         best: dict[str, float] = {}
         via: dict[str, str | None] = {}
         for key in (k for k in order if k in inside):
-            before = [p for p in G.pred[key] if p in inside]
-            start = max(before, key=lambda p: best[p], default=None)
-            best[key] = (best[start] if start is not None else 0.0) + node_weight(key)
+            start = max(preds[key], key=best.__getitem__, default=None)
+            own = weight(key) if key not in owned else node_weight(key)
+            best[key] = (best[start] if start is not None else 0.0) + own
             via[key] = start
         end = max(best, key=lambda k: best[k], default=None)
         path: list[str] = []

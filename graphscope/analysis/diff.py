@@ -10,15 +10,19 @@ type pairs them as changed, the rest are added or removed.
 from __future__ import annotations
 
 import difflib
+import heapq
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import networkx as nx
 
+from ..io import bulk
 from ..model import display_name
 from .update import UpdateVerdict, update_verdict
 
+#: Timing changes a diff keeps: the largest, by absolute change of the replay median.
+TIMING_TOP = 200
 #: Attributes compared for each node type; arguments are compared separately.
 COMPARED = {
     "KERNEL": ("name", "grid", "block", "shared_mem", "cooperative", "priority"),
@@ -56,7 +60,7 @@ class GraphDiff:
     added: list[str]  # keys in B without a pair
     removed: list[str]  # keys in A without a pair
     changed: list[NodeChange]  # pairs whose parameters differ
-    timing: list[NodeChange]  # every timed pair, by |delta| descending
+    timing: list[NodeChange]  # the timed pairs that changed most, by |delta| descending
     edges_added: list[list[str]] = field(default_factory=list)  # [from, to] in B's keys
     edges_removed: list[list[str]] = field(default_factory=list)  # [from, to] in A's keys
     replay_a_us: float | None = None
@@ -143,8 +147,16 @@ def _args_changed(a: dict[str, Any], b: dict[str, Any]) -> list[int]:
     return changed + list(range(min(len(args_a), len(args_b)), longer))
 
 
-def diff(A: nx.DiGraph, B: nx.DiGraph) -> GraphDiff:
-    """The difference of ``B`` from ``A``, with the ``cudaGraphExecUpdate`` verdict."""
+def diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int = TIMING_TOP) -> GraphDiff:
+    """The difference of ``B`` from ``A``, with the ``cudaGraphExecUpdate`` verdict.
+
+    ``timing`` holds the ``timing_top`` pairs whose replay median changed most.
+    """
+    with bulk():
+        return _diff(A, B, timing_top)
+
+
+def _diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int) -> GraphDiff:
     pairs = match_nodes(A, B)
     paired_b = set(pairs.values())
     changed: list[NodeChange] = []
@@ -162,10 +174,10 @@ def diff(A: nx.DiGraph, B: nx.DiGraph) -> GraphDiff:
             changed.append(change)
         if change.delta_us is not None:
             timing.append(change)
-    timing.sort(key=lambda c: -abs(c.delta_us or 0.0))
+    timing = heapq.nlargest(timing_top, timing, key=lambda c: abs(c.delta_us or 0.0))
     inverse = {kb: ka for ka, kb in pairs.items()}
-    edges_a = {(u, v) for u, v in A.edges}
-    edges_b = {(u, v) for u, v in B.edges}
+    edges_a = set(A.edges)
+    edges_b = list(B.edges)
     mapped_b = {(inverse.get(u), inverse.get(v)) for u, v in edges_b}
     t_a, t_b = A.graph.get("timing"), B.graph.get("timing")
     return GraphDiff(
@@ -176,13 +188,11 @@ def diff(A: nx.DiGraph, B: nx.DiGraph) -> GraphDiff:
         timing=timing,
         edges_added=[
             [u, v]
-            for u, v in sorted(edges_b)
+            for u, v in edges_b
             if inverse.get(u) and inverse.get(v) and (inverse[u], inverse[v]) not in edges_a
         ],
         edges_removed=[
-            [u, v]
-            for u, v in sorted(edges_a)
-            if u in pairs and v in pairs and (u, v) not in mapped_b
+            [u, v] for u, v in A.edges if u in pairs and v in pairs and (u, v) not in mapped_b
         ],
         replay_a_us=_replay(t_a),
         replay_b_us=_replay(t_b),

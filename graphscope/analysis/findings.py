@@ -12,6 +12,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..io import bulk
 from ..model import display_name, origin_of
 
 #: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
@@ -241,11 +242,14 @@ def _bytes(data: dict[str, Any]) -> int | None:
 
 
 def tiny_copy_chains(G: nx.DiGraph) -> list[Finding]:
-    def tiny(key: str) -> bool:
-        size = _bytes(G.nodes[key])
-        return size is not None and size <= TINY_BYTES
-
-    runs = [run for run in _chains(G, tiny) if len(run) >= MIN_RUN]
+    small = {
+        k
+        for k, d in G.nodes(data=True)
+        if d.get("type") in ("MEMCPY", "MEMSET") and (_bytes(d) or TINY_BYTES + 1) <= TINY_BYTES
+    }
+    if len(small) < MIN_RUN:
+        return []
+    runs = [run for run in _chains(G, small.__contains__) if len(run) >= MIN_RUN]
     if not runs:
         return []
     keys = [k for run in runs for k in run]
@@ -273,12 +277,18 @@ def _addresses(data: dict[str, Any]) -> set[int]:
     return {int(p["address"]) for p in data.get("pointers", []) if p.get("address")}
 
 
-def _siblings(G: nx.DiGraph, a: str, b: str) -> bool:
-    """Whether two nodes come from one op in two modules of one parent (q_proj, k_proj)."""
-    ma, mb = _module(G.nodes[a]), _module(G.nodes[b])
-    if not ma or not mb or ma == mb or "." not in ma or "." not in mb:
-        return False
-    return ma.rsplit(".", 1)[0] == mb.rsplit(".", 1)[0] and _op(G.nodes[a]) == _op(G.nodes[b])
+def _place(data: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """(parent module, module, op) of a node launched inside a submodule, else None."""
+    origin = data.get("attribution")
+    module = origin.get("module") if isinstance(origin, dict) else None
+    if not isinstance(module, str) or "." not in module:
+        return None
+    return module.rsplit(".", 1)[0], module, origin.get("op")  # type: ignore[union-attr]
+
+
+def _siblings(a: tuple[str, str, Any] | None, b: tuple[str, str, Any] | None) -> bool:
+    """Whether two places are one op in two modules of one parent (q_proj, k_proj)."""
+    return a is not None and b is not None and a[0] == b[0] and a[1] != b[1] and a[2] == b[2]
 
 
 def serialised_work(G: nx.DiGraph) -> list[Finding]:
@@ -296,6 +306,7 @@ def serialised_work(G: nx.DiGraph) -> list[Finding]:
         return []
     out: list[list[str]] = []
     kernels = {k: d for k, d in G.nodes(data=True) if d.get("type") == "KERNEL"}
+    places = {k: _place(d) for k, d in kernels.items()}
     seen: dict[str, set[int]] = {}
 
     def addresses(key: str) -> set[int]:
@@ -313,7 +324,7 @@ def serialised_work(G: nx.DiGraph) -> list[Finding]:
     for run in _chains(G, kernels.__contains__):
         start = 0
         for i in range(1, len(run) + 1):
-            if i < len(run) and _siblings(G, run[i - 1], run[i]):
+            if i < len(run) and _siblings(places[run[i - 1]], places[run[i]]):
                 group, shared = run[start : i + 1], before(run, start)
                 mine = addresses(run[i])
                 if (
@@ -436,5 +447,6 @@ RULES: tuple[Callable[[nx.DiGraph], list[Finding]], ...] = (
 
 def findings(G: nx.DiGraph) -> list[Finding]:
     """Every rule's findings, warnings first."""
-    found = [f for rule in RULES for f in rule(G)]
+    with bulk():
+        found = [f for rule in RULES for f in rule(G)]
     return sorted(found, key=lambda f: f.severity != "warning")

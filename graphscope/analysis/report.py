@@ -8,6 +8,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..io import bulk
 from ..model import display_name, origin_of
 from .critical_path import critical_path
 from .findings import findings
@@ -76,6 +77,11 @@ def step_report(
     G: nx.DiGraph, top: int = 10, module_depth: int | None = MODULE_DEPTH
 ) -> StepReport:
     """The step report of a bundle's graph (a DOT graph gives counts and findings only)."""
+    with bulk():
+        return _step_report(G, top, module_depth)
+
+
+def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepReport:
     timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
     eager = G.graph.get("eager_summary") if isinstance(G.graph.get("eager_summary"), dict) else {}
     eager_step = _number(timing, "eager_step_us")

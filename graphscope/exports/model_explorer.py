@@ -16,6 +16,7 @@ from typing import Any
 
 import networkx as nx
 
+from ..io import bulk
 from ..model import display_name, origin_of
 
 # Shown in attrs of their own, or nothing to a reader of a saved graph: the id holds the graph
@@ -80,6 +81,11 @@ def _namespace(data: dict[str, Any]) -> str:
 
 def model_explorer_graph(G: nx.DiGraph, label: str | None = None) -> dict[str, Any]:
     """The graph as a Model Explorer ``GraphCollection`` JSON object."""
+    with bulk():
+        return _graph(G, label)
+
+
+def _graph(G: nx.DiGraph, label: str | None) -> dict[str, Any]:
     members: dict[int, list[str]] = defaultdict(list)
     for key, data in G.nodes(data=True):
         members[int(data.get("graph_id", 0))].append(key)
