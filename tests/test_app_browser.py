@@ -18,6 +18,7 @@ from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 from werkzeug.serving import make_server
@@ -201,5 +202,58 @@ def test_a_dropped_file_opens_and_a_bad_one_shows_its_error(browser: Any, tmp_pa
         picker.send_keys(str(bad))
         error = _wait(browser, "#load-error")
         assert error.text.startswith("cut.json.gz") and "\n" not in error.text
+    finally:
+        server.shutdown()
+
+
+def _pick(browser: Any, dropdown_id: str, text: str) -> None:
+    """Choose the option of a dcc.Dropdown whose label contains ``text``."""
+    browser.find_element(By.ID, dropdown_id).click()  # Dash 4: a button opening a list
+    WebDriverWait(browser, 10).until(
+        lambda d: any(text in o.text for o in d.find_elements(By.CSS_SELECTOR, "[role=option]"))
+    )
+    [option] = [
+        o for o in browser.find_elements(By.CSS_SELECTOR, "[role=option]") if text in o.text
+    ]
+    option.click()
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+
+
+def test_report_compare_and_buckets_pages(browser: Any) -> None:
+    files = [BUNDLES / f"tiny-llama-b{n}.json.gz" for n in (1, 8)] + [
+        BUNDLES / "tiny-gpt-b1.json.gz"
+    ]
+    url, server = _serve(files)
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        pages = browser.find_elements(By.CSS_SELECTOR, "#page input")
+        pages[1].click()  # report
+        speedup = _wait(browser, "#speedup")
+        assert (
+            speedup.text.startswith("Speedup 12.5x") and "CPU launch overhead down" in speedup.text
+        )
+        assert "q_proj, k_proj, v_proj" in browser.find_element(By.ID, "findings").text
+        assert not browser.find_element(By.ID, "graph-page").is_displayed()
+        pages[2].click()  # compare
+        _pick(browser, "compare-a", "llama-b1")
+        _pick(browser, "compare-b", "llama-b8")
+        verdict = _wait(browser, "#update-verdict")
+        assert "B can update an executable graph of A in place" in verdict.text
+        assert "212 nodes matched" in browser.find_element(By.ID, "compare-counts").text
+        pages[3].click()  # buckets: the files beside the bundles, tiny-gpt's first
+        _wait(browser, "#bucket-table")
+        _pick(browser, "buckets-file", "tiny-llama.buckets")
+        WebDriverWait(browser, 10).until(
+            lambda d: len(d.find_elements(By.CSS_SELECTOR, "#bucket-table tr")) == 5
+        )
+        table = browser.find_element(By.ID, "bucket-table")
+        assert len(table.find_elements(By.TAG_NAME, "tr")) == 5  # a header and four buckets
+        budget = browser.find_element(By.ID, "budget")
+        budget.send_keys("8\n")
+        best = _wait(browser, "#bucket-best")
+        assert "buckets 2 4 8" in best.text
+        pages[0].click()  # back to the graph, drawn as it was
+        assert browser.find_element(By.ID, "dag").is_displayed()
     finally:
         server.shutdown()
