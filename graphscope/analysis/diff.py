@@ -19,6 +19,7 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import display_name
+from .eager import common_ends
 from .update import UpdateVerdict, update_verdict
 
 #: Timing changes a diff keeps: the largest, by absolute change of the replay median.
@@ -110,12 +111,7 @@ def match_nodes(A: nx.DiGraph, B: nx.DiGraph) -> dict[str, str]:
             continue
         # Runs that agree at the two ends are paired as they are; only the middle is aligned
         # (difflib on all of two 100,000-node graphs took 2 s).
-        head = 0
-        while head < min(len(ids_a), len(ids_b)) and ids_a[head] == ids_b[head]:
-            head += 1
-        tail = 0
-        while tail < min(len(ids_a), len(ids_b)) - head and ids_a[-1 - tail] == ids_b[-1 - tail]:
-            tail += 1
+        head, tail = common_ends(ids_a, ids_b)
         pairs.update(zip(nodes_a[:head], nodes_b[:head], strict=True))
         if tail:
             pairs.update(zip(nodes_a[-tail:], nodes_b[-tail:], strict=True))

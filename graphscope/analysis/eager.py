@@ -199,14 +199,20 @@ def _op_token(op: Mapping[str, Any]) -> tuple[str, str | None]:
     return (op["type"], None)
 
 
-def _align(a: list[Any], b: list[Any]) -> list[tuple[int, int]]:
-    """Index pairs (i, j) with ``a[i] == b[j]`` of a longest-matching alignment."""
+def common_ends(a: list[Any], b: list[Any]) -> tuple[int, int]:
+    """How many items two sequences share at their start and, after that, at their end."""
     head = 0
     while head < min(len(a), len(b)) and a[head] == b[head]:
         head += 1
     tail = 0
     while tail < min(len(a), len(b)) - head and a[-1 - tail] == b[-1 - tail]:
         tail += 1
+    return head, tail
+
+
+def _align(a: list[Any], b: list[Any]) -> list[tuple[int, int]]:
+    """Index pairs (i, j) with ``a[i] == b[j]`` of a longest-matching alignment."""
+    head, tail = common_ends(a, b)
     pairs = [(i, i) for i in range(head)]
     mid_a, mid_b = a[head : len(a) - tail], b[head : len(b) - tail]
     if mid_a and mid_b and len(mid_a) * len(mid_b) <= _ALIGN_LIMIT:

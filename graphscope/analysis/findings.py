@@ -14,6 +14,7 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import display_name, origin_of
+from .summary import parity_lines
 
 #: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
 TINY_BYTES = 64 * 1024
@@ -404,19 +405,7 @@ def parity_mismatches(G: nx.DiGraph) -> list[Finding]:
         return []
     keys = [d["node"] for d in parity.get("only_in_graph", []) if d.get("node") in G]
     keys += [d["node"] for d in parity.get("config", []) if d.get("node") in G]
-    lines = [
-        f"only in the graph: {d.get('what')} ({d.get('node')})"
-        for d in parity.get("only_in_graph", [])
-    ]
-    lines += [f"only in the eager step: {d.get('what')}" for d in parity.get("only_in_eager", [])]
-    lines += [
-        f"{d.get('node')}: {d.get('field')} {d.get('graph')} in the graph, {d.get('eager')} eagerly"
-        for d in parity.get("config", [])
-    ]
-    lines += [
-        f"{d.get('what')}: {d.get('graph')} in the graph, {d.get('eager')} eagerly"
-        for d in parity.get("counts", [])
-    ]
+    lines = parity_lines(parity)
     return [
         Finding(
             "parity-mismatch",

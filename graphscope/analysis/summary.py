@@ -24,10 +24,8 @@ def _median(data: dict[str, Any]) -> float | None:
     return None
 
 
-def _parity(parity: Any) -> dict[str, Any] | None:
-    """The parity verdict with its differences as one list of short lines."""
-    if not isinstance(parity, dict):
-        return None
+def parity_lines(parity: dict[str, Any]) -> list[str]:
+    """A parity record's differences (see ``eager.join_eager``), one short line each."""
     lines = [
         f"only in the graph: {d.get('what')} ({d.get('node')})"
         for d in parity.get("only_in_graph", [])
@@ -41,6 +39,14 @@ def _parity(parity: Any) -> dict[str, Any] | None:
         f"{d.get('what')}: {d.get('graph')} in the graph, {d.get('eager')} eagerly"
         for d in parity.get("counts", [])
     ]
+    return lines
+
+
+def _parity(parity: Any) -> dict[str, Any] | None:
+    """The parity verdict with its differences as one list of short lines."""
+    if not isinstance(parity, dict):
+        return None
+    lines = parity_lines(parity)
     keys = ("ok", "matched", "graph_ops", "eager_ops")
     return {**{k: parity.get(k) for k in keys}, "differences": lines}
 
