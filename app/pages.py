@@ -10,7 +10,7 @@ from dash import html
 from graphscope.analysis.buckets import BucketReport
 from graphscope.analysis.diff import diff
 from graphscope.analysis.report import step_report
-from graphscope.text import mib, us
+from graphscope.text import mib, step_rows, us
 
 
 def _table(head: list[str], rows: list[list[Any]], table_id: str | None = None) -> html.Table:
@@ -50,12 +50,7 @@ def report_page(G: nx.DiGraph) -> list[Any]:
     r = step_report(G)
     out: list[Any] = []
     if r.eager_step_us is not None or r.replay_us is not None:
-        rows = [
-            ["step time", us(r.eager_step_us), us(r.replay_us)],
-            ["CPU launch time", us(r.eager_cpu_launch_us), us(r.replay_cpu_launch_us)],
-            ["GPU busy", us(r.eager_gpu_busy_us), us(r.replay_gpu_busy_us)],
-            ["GPU idle", us(r.eager_gpu_idle_us), "-"],
-        ]
+        rows = step_rows(r)
         out += [
             html.H3("Eager step against graph replay"),
             _table(["", "eager", "graph"], rows, "step-table"),

@@ -15,7 +15,7 @@ import plotly.io as pio
 
 from graphscope.analysis.report import step_report
 from graphscope.io import bulk
-from graphscope.text import us
+from graphscope.text import step_rows, us
 
 from .figure import build_figure
 from .groups import COLLAPSE_ABOVE, collapsed, group_levels
@@ -65,12 +65,7 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
     meta = [G.graph.get(k) for k in ("model", "device", "driver", "torch", "captured_at")]
     parts.append(f'<p class="muted">{_e(" · ".join(str(m) for m in meta if m))}</p>')
     if r.eager_step_us is not None or r.replay_us is not None:
-        rows = [
-            ["step time", us(r.eager_step_us), us(r.replay_us)],
-            ["CPU launch time", us(r.eager_cpu_launch_us), us(r.replay_cpu_launch_us)],
-            ["GPU busy", us(r.eager_gpu_busy_us), us(r.replay_gpu_busy_us)],
-            ["GPU idle", us(r.eager_gpu_idle_us), "-"],
-        ]
+        rows = step_rows(r)
         parts.append("<h2>Eager step against graph replay</h2>")
         parts.append(_table(["", "eager", "graph"], rows, frozenset({1, 2})))
         if r.speedup is not None:

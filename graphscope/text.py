@@ -23,6 +23,16 @@ def mib(value: float | None) -> str:
     return "-" if value is None else f"{value / 2**20:.1f} MiB"
 
 
+def step_rows(r: StepReport) -> list[list[str]]:
+    """The eager-against-graph table of a step report: label, eager, graph."""
+    return [
+        ["step time", us(r.eager_step_us), us(r.replay_us)],
+        ["CPU launch time", us(r.eager_cpu_launch_us), us(r.replay_cpu_launch_us)],
+        ["GPU busy", us(r.eager_gpu_busy_us), us(r.replay_gpu_busy_us)],
+        ["GPU idle", us(r.eager_gpu_idle_us), "-"],
+    ]
+
+
 def render_findings(found: list[dict[str, Any]], w: Write, details: int = 5) -> None:
     """Findings, each with its nodes, why and what to do."""
     if not found:
