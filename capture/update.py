@@ -6,6 +6,7 @@ ground truth it is tested against on a GPU.
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 from graphscope.errors import CaptureError
@@ -36,8 +37,8 @@ def _handle(graph: Any, name: str) -> int:
         ) from None
 
 
-def _key(node: Any) -> str | None:
-    if not introspect._ptr(node):
+def _key(node: int) -> str | None:
+    if not node:
         return None
     graph_id, local_id = introspect.node_ids(node)
     return node_key(graph_id, local_id)
@@ -56,17 +57,41 @@ def driver_update(graph_a: Any, graph_b: Any) -> dict[str, Any]:
     b = drv.CUgraph(init_value=_handle(graph_b, "graph B"))
     exe = check(drv.cuGraphInstantiate(a, 0), "cuGraphInstantiate")
     try:
-        err, info = drv.cuGraphExecUpdate(exe, b)
+        code, result, error_node, error_from = _exec_update(int(exe), int(b))
     finally:
         check(drv.cuGraphExecDestroy(exe), "cuGraphExecDestroy")
-    code = int(err)
     failure = int(drv.CUresult.CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE)
     if code not in (0, failure):
-        raise CaptureError(f"cuGraphExecUpdate failed: {getattr(err, 'name', code)} ({code})")
-    result = info.result.name
+        raise CaptureError(f"cuGraphExecUpdate failed: {drv.CUresult(code).name} ({code})")
+    name = drv.CUgraphExecUpdateResult(result).name
     return {
         "ok": code == 0,
-        "result": result[len(_RESULT_PREFIX) :] if result.startswith(_RESULT_PREFIX) else result,
-        "error_node": _key(info.errorNode),
-        "error_from": _key(info.errorFromNode),
+        "result": name[len(_RESULT_PREFIX) :] if name.startswith(_RESULT_PREFIX) else name,
+        "error_node": _key(error_node),
+        "error_from": _key(error_from),
     }
+
+
+class _ResultInfo(ctypes.Structure):
+    """CUgraphExecUpdateResultInfo_v1 (cuda.h)."""
+
+    _fields_ = [
+        ("result", ctypes.c_int),
+        ("errorNode", ctypes.c_void_p),
+        ("errorFromNode", ctypes.c_void_p),
+    ]
+
+
+def _exec_update(exe: int, graph: int) -> tuple[int, int, int, int]:
+    """``cuGraphExecUpdate`` through ctypes: (status, result, error node, error-from node).
+
+    cuda-python returns no result info when the call fails (``(err, None)``), which is the
+    case that matters here, so the driver library is called directly.
+    """
+    lib = ctypes.CDLL("libcuda.so.1")
+    call = lib.cuGraphExecUpdate_v2
+    call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_ResultInfo)]
+    call.restype = ctypes.c_int
+    info = _ResultInfo()
+    code = call(exe, graph, ctypes.byref(info))
+    return code, info.result, info.errorNode or 0, info.errorFromNode or 0

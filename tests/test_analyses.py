@@ -208,12 +208,13 @@ def test_update_rules_for_memsets_and_allocations() -> None:
     two_d = next(k for k in memsets if A.nodes[k]["height"] > 1)
     B = copy.deepcopy(A)
     B.nodes[one_d]["value"] = 7
-    assert update_verdict(A, B).ok  # a 1D memset may change
+    # The driver on the H200 accepted a new value for 1D and 2D memsets alike.
     B.nodes[two_d]["value"] = 7
+    assert update_verdict(A, B).ok
     alloc = next(k for k, d in A.nodes(data=True) if d["type"] == "MEM_ALLOC")
     B.nodes[alloc]["bytes"] *= 2
     results = {(o.result, o.node) for o in update_verdict(A, B).obstacles}
-    assert results == {("ERROR_PARAMETERS_CHANGED", two_d), ("ERROR_NOT_SUPPORTED", alloc)}
+    assert results == {("ERROR_NOT_SUPPORTED", alloc)}
 
 
 def test_bucket_report_of_the_samples() -> None:

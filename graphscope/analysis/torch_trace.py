@@ -54,13 +54,18 @@ def read_torch_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def records_from_torch_trace(
-    events: list[dict[str, Any]], mangled: dict[str, str] | None = None
+    events: list[dict[str, Any]],
+    mangled: dict[str, str] | None = None,
+    static_shared: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """CUPTI-like records (as ``encode_eager_trace`` takes them) from Kineto's events.
 
-    ``mangled`` maps a demangled kernel name to the name the graph records.
+    ``mangled`` maps a demangled kernel name to the name the graph records. Kineto's "shared
+    memory" is dynamic plus static (a real trace gave 528 for a kernel with 512 dynamic and 16
+    static bytes); ``static_shared`` (mangled name -> static bytes) takes the static part off.
     """
     names = mangled or {}
+    static = static_shared or {}
     records = []
     for e in events:
         cat, args = e.get("cat"), e.get("args") or {}
@@ -81,15 +86,19 @@ def records_from_torch_trace(
             record.update(kind=_GPU[cat], stream_id=args.get("stream"))
             if cat == "kernel":
                 grid, block = args.get("grid") or [None] * 3, args.get("block") or [None] * 3
+                name = names.get(e.get("name", ""), e.get("name"))
+                shared = args.get("shared memory")
+                if isinstance(shared, int) and name in static:
+                    shared -= static[name]
                 record.update(
-                    name=names.get(e.get("name", ""), e.get("name")),
+                    name=name,
                     grid_x=grid[0],
                     grid_y=grid[1],
                     grid_z=grid[2],
                     block_x=block[0],
                     block_y=block[1],
                     block_z=block[2],
-                    dynamic_shared_memory=args.get("shared memory"),
+                    dynamic_shared_memory=shared,
                 )
             else:
                 record["bytes"] = args.get("bytes")
@@ -110,7 +119,12 @@ def with_torch_trace(G: nx.DiGraph, path: str | os.PathLike[str]) -> nx.DiGraph:
         for _, d in G.nodes(data=True)
         if d.get("type") == "KERNEL" and d.get("demangled") and d.get("name")
     }
-    trace = encode_eager_trace(records_from_torch_trace(events, mangled))
+    static = {
+        str(d["name"]): int(d["static_shared_mem"])
+        for _, d in G.nodes(data=True)
+        if d.get("type") == "KERNEL" and isinstance(d.get("static_shared_mem"), int)
+    }
+    trace = encode_eager_trace(records_from_torch_trace(events, mangled, static))
     H = copy.deepcopy(G)
     joined = join_eager(H, trace)
     for key in H:
