@@ -9,7 +9,7 @@ from typing import Any
 import networkx as nx
 import plotly.graph_objects as go
 
-from graphscope.model import display_name
+from graphscope.model import display_name, replay_median
 
 from .groups import GROUP
 from .layout import Layout
@@ -44,10 +44,7 @@ def replay_us(data: dict[str, Any]) -> float | None:
     if data.get("type") == GROUP:
         total = data.get("time_us")
         return float(total) if total else None
-    replay = data.get("replay")
-    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
-        return float(replay["median_us"])
-    return None
+    return replay_median(data)
 
 
 def has_timing(G: nx.DiGraph) -> bool:

@@ -29,14 +29,19 @@ def _module_levels(module: str) -> list[str]:
 
 
 def group_levels(G: nx.DiGraph) -> dict[str, list[str]]:
-    """Each node's groups, outermost first."""
+    """Each node's groups, outermost first (nodes of one module share one list: read only)."""
     out: dict[str, list[str]] = {}
     unattributed: dict[int, list[str]] = {}
+    # Once per module, not per node: a model's nodes come from a few modules each.
+    by_module: dict[str, list[str]] = {}
     for key, data in G.nodes(data=True):
         label = data.get("attribution")
         module = label.get("module") if isinstance(label, dict) else None
         if isinstance(module, str) and module:
-            out[key] = _module_levels(module)
+            chain = by_module.get(module)
+            if chain is None:
+                chain = by_module[module] = _module_levels(module)
+            out[key] = chain
         elif isinstance(label, dict):
             out[key] = ["(outside any module)"]
         else:

@@ -27,7 +27,14 @@ from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, gro
 from .layout import Layout, layout
 from .panel import node_panel
 from .sources import SUFFIXES, Registry, sample_files
-from .timeline import build_timeline, has_timeline, timeline_ring
+from .timeline import (
+    Row,
+    build_timeline,
+    has_timeline,
+    timeline_ring,
+    timeline_rows,
+    zoom_window,
+)
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 0; color: #222; }
@@ -148,6 +155,24 @@ function(rings) {
   });
 }
 """
+
+
+_X_CHANGES = """
+function(relayout) {
+  const moved = relayout && Object.keys(relayout).some(k => k.startsWith('xaxis.'));
+  return moved ? relayout : window.dash_clientside.no_update;
+}
+"""
+
+
+def _zoom_of(zoom: Any, source_id: str) -> tuple[float, float] | None:
+    """The timeline window the user zoomed to on this source (``timeline-window``), if any."""
+    if not isinstance(zoom, dict) or zoom.get("source") != source_id:
+        return None
+    window = zoom.get("window")
+    if isinstance(window, list) and len(window) == 2:
+        return float(window[0]), float(window[1])
+    return None
 
 
 def _page(
@@ -295,6 +320,9 @@ def _page(
             dcc.Store(id="rings", data=rings),
             dcc.Store(id="painted"),
             dcc.Store(id="timeline-ring"),
+            dcc.Store(id="timeline-merged"),
+            dcc.Store(id="timeline-window"),
+            dcc.Store(id="timeline-zoom"),
             dcc.Store(id="matches", data=found),
         ]
     )
@@ -321,6 +349,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     levels_cache: dict[str, dict[str, list[str]]] = {}
     # The last few drawn views (collapsed graph and layout) by source and expanded groups.
     views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = {}
+    timelines: dict[tuple[str, frozenset[str]], list[Row]] = {}
 
     def graph_of(source_id: str | None) -> nx.DiGraph | None:
         if registry.get(source_id) is None:
@@ -349,6 +378,16 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             shown = collapsed(G, levels_of(source_id, G), expanded)
             views[key] = (shown, layout(shown))
         return views[key]
+
+    def rows_of(source_id: str, G: nx.DiGraph, expanded: set[str]) -> list[Row]:
+        """The timeline's rows, kept: a zoom redraws from them (1.4 million calls at 100k)."""
+        key = (source_id, frozenset(expanded))
+        if key not in timelines:
+            if len(timelines) > 4:
+                timelines.pop(next(iter(timelines)))
+            shown, _ = view_of(source_id, G, expanded)
+            timelines[key] = timeline_rows(G, shown)
+        return timelines[key]
 
     def options() -> list[dict[str, str]]:
         return [{"label": s.label, "value": s.id} for s in registry.sources.values()]
@@ -567,21 +606,64 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Output("timeline", "figure"),
         Output("timeline-pane", "style"),
         Output("timeline-ring", "data"),
+        Output("timeline-merged", "data"),
         Input("painted", "data"),
         State("grouping", "data"),
         State("selected", "data"),
+        State("timeline-window", "data"),
     )
-    def timeline_view(rings: Any, grouping: Any, selected: str | None) -> tuple[Any, Any, Any]:
+    def timeline_view(
+        rings: Any, grouping: Any, selected: str | None, zoom: Any
+    ) -> tuple[Any, Any, Any, bool]:
         """The timeline, drawn once the DAG is: the page is usable before it arrives."""
         hidden = {"display": "none"}
         source_id = rings.get("source") if isinstance(rings, dict) else None
         G = graph_of(source_id)
         if G is None or source_id is None or not has_timeline(G):
-            return {}, hidden, None
-        shown, _ = view_of(source_id, G, expanded_of(source_id, G, grouping))
+            return {}, hidden, None, False
+        expanded = expanded_of(source_id, G, grouping)
+        shown, _ = view_of(source_id, G, expanded)
         key = selected if isinstance(selected, str) and selected in G else None
-        timeline = build_timeline(G, key, shown)
-        return timeline, {}, len(timeline.data) - 1
+        rows = rows_of(source_id, G, expanded)
+        # A redraw of the graph the user has zoomed into keeps the zoom's detail.
+        window = _zoom_of(zoom, source_id)
+        timeline = build_timeline(G, key, shown, window, rows)
+        merged = bool(timeline.layout.meta["merged"])
+        if window is not None:
+            merged = bool(build_timeline(G, None, shown, None, rows).layout.meta["merged"])
+        return timeline, {}, len(timeline.data) - 1, merged
+
+    # Only relayouts that move the x axis go to the server: plotly also reports resizes, and a
+    # request for one sent while a zoom's redraw is on its way makes Dash drop that redraw.
+    app.clientside_callback(
+        _X_CHANGES, Output("timeline-zoom", "data"), Input("timeline", "relayoutData")
+    )
+
+    @app.callback(
+        Output("timeline", "figure", allow_duplicate=True),
+        Output("timeline-window", "data"),
+        Input("timeline-zoom", "data"),
+        State("timeline-merged", "data"),
+        State("source", "value"),
+        State("grouping", "data"),
+        State("selected", "data"),
+        prevent_initial_call=True,
+    )
+    def timeline_zoom(
+        relayout: Any, merged: Any, source_id: str | None, grouping: Any, selected: str | None
+    ) -> Any:
+        """Redraw the zoomed window in more detail, where the whole step had bars merged."""
+        window = zoom_window(relayout) if isinstance(relayout, dict) else False
+        if window is False or not merged:
+            return dash.no_update, dash.no_update  # plotly zooms what it has: all bars are drawn
+        G = graph_of(source_id)
+        if G is None or source_id is None:
+            return dash.no_update, dash.no_update
+        expanded = expanded_of(source_id, G, grouping)
+        shown, _ = view_of(source_id, G, expanded)
+        drawn = selected if isinstance(selected, str) and selected in G else None
+        figure = build_timeline(G, drawn, shown, window, rows_of(source_id, G, expanded))
+        return figure, {"source": source_id, "window": list(window) if window else None}
 
     @app.callback(
         Output("dag", "figure", allow_duplicate=True),

@@ -5,16 +5,25 @@ its GPU work (the gaps are where the GPU idled), then the graph's one launch cal
 its nodes as one replay places them (each node's median start and median duration). Times are
 in us from the start of each: the eager step from its first CUDA call, the replay from its
 first node. Bars that belong to a node carry its key, so a click selects it everywhere.
+
+A row draws at most ``MAX_BARS`` bars of the visible window. Beyond that, the bars that fall in
+one ``1 / MAX_BARS`` slice of the window are drawn as one, saying how many it holds, and
+zooming in redraws the window in more detail (the page asks for it): an eager step of a
+100,000-kernel graph makes about 1.4 million CUDA calls, far more than a browser can draw.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import bisect
+import itertools
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import networkx as nx
 import plotly.graph_objects as go
 
-from graphscope.analysis.eager import eager_calls, eager_gpu
+from graphscope.analysis.eager import columns
+from graphscope.io import bulk
 from graphscope.model import display_name
 
 from .figure import escape, replay_us
@@ -22,6 +31,8 @@ from .groups import GROUP
 
 #: Above this many bars in a row, the row is drawn with WebGL.
 BAR_LIMIT = 3000
+#: The most bars a row draws of the visible window; more are merged (module docstring).
+MAX_BARS = 4000
 ROWS = ("eager: CPU calls", "eager: GPU", "graph: CPU launch", "graph: GPU (replay)")
 _COLOURS = {"launch": "#1f77b4", "call": "#c7c7c7", "gpu": "#ff7f0e", "replay": "#2ca02c"}
 
@@ -29,6 +40,93 @@ _COLOURS = {"launch": "#1f77b4", "call": "#c7c7c7", "gpu": "#ff7f0e", "replay": 
 def has_timeline(G: nx.DiGraph) -> bool:
     trace = G.graph.get("eager_trace")
     return isinstance(trace, dict) or any(replay_us(d) is not None for _, d in G.nodes(data=True))
+
+
+@dataclass
+class Row:
+    """One row's spans, sorted by start: times in us, the node each belongs to, a label."""
+
+    row: str
+    colour: str
+    name: str  # the legend's name
+    noun: str  # what a merged bar counts ("CUDA calls")
+    starts: list[float]
+    ends: list[float]
+    keys: list[str | None]
+    labels: list[str]
+    longest: float = 0.0  # the longest span: how far before a window one may start
+
+    @classmethod
+    def of(
+        cls,
+        row: str,
+        colour: str,
+        name: str,
+        noun: str,
+        starts: list[float],
+        ends: list[float],
+        keys: list[str | None],
+        labels: list[str],
+    ) -> Row:
+        """A row of these spans (sorted here when they are not in start order already)."""
+        if any(a > b for a, b in itertools.pairwise(starts)):
+            order = sorted(range(len(starts)), key=starts.__getitem__)
+            starts, ends = [starts[i] for i in order], [ends[i] for i in order]
+            keys, labels = [keys[i] for i in order], [labels[i] for i in order]
+        longest = max((e - s for s, e in zip(starts, ends, strict=True)), default=0.0)
+        return cls(row, colour, name, noun, starts, ends, keys, labels, longest)
+
+
+def _drawn(
+    row: Row, window: tuple[float, float] | None, extent: tuple[float, float]
+) -> tuple[list[tuple[float, float, str | None, str]], bool]:
+    """The bars to draw of ``row`` in ``window`` (all of it when None), and whether any merged.
+
+    Each bar is (start, end, node key, hover text).
+    """
+    lo, hi = 0, len(row.starts)
+    x0, x1 = window if window is not None else extent
+    if window is not None:
+        # Spans are sorted by start; one that starts before x0 may still reach into the window.
+        lo = bisect.bisect_left(row.starts, x0 - row.longest)
+        hi = bisect.bisect_right(row.starts, x1)
+    starts, ends, keys, labels = row.starts, row.ends, row.keys, row.labels
+    if hi - lo <= MAX_BARS:
+        return [
+            (
+                starts[i],
+                ends[i],
+                keys[i],
+                escape(f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us"),
+            )
+            for i in range(lo, hi)
+            if ends[i] >= x0
+        ], False
+    width = (x1 - x0) / MAX_BARS or 1.0
+    bars: list[tuple[float, float, str | None, str]] = []
+    i = lo
+    while i < hi:
+        if ends[i] < x0:
+            i += 1
+            continue
+        start, end, first = starts[i], ends[i], i
+        limit = start + width
+        busy = 0.0
+        while i < hi and starts[i] < limit:
+            end = max(end, ends[i])
+            busy += ends[i] - starts[i]
+            i += 1
+        count = i - first
+        if count == 1:
+            text = f"{labels[first]}: {end - start:.2f} us at {start:.1f} us"
+            bars.append((start, end, keys[first], escape(text)))
+        else:
+            text = (
+                f"{count} {row.noun} from {start:.1f} to {end:.1f} us ({busy:.1f} us in them); "
+                "zoom in to see each"
+            )
+            bars.append((start, end, None, escape(text)))
+    return bars, True
 
 
 def _bars(
@@ -99,66 +197,152 @@ def timeline_ring(
     return ys, bases, widths
 
 
+def zoom_window(relayout: dict[str, Any]) -> tuple[float, float] | Literal[False] | None:
+    """The x range a plotly ``relayoutData`` zoomed to; None for a reset; False if no x change."""
+    if relayout.get("xaxis.autorange"):
+        return None
+    x0, x1 = relayout.get("xaxis.range[0]"), relayout.get("xaxis.range[1]")
+    if x0 is None and isinstance(relayout.get("xaxis.range"), list):
+        x0, x1 = relayout["xaxis.range"][:2]
+    if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x1 > x0:
+        return float(x0), float(x1)
+    return False
+
+
+def timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None = None) -> list[Row]:
+    """The timeline's rows of spans (``shown``: the graph as drawn, for its groups' bars).
+
+    Column by column rather than a tuple per span: 1.4 million calls took 2.7 s as tuples,
+    1.0 s so (with the garbage collector paused, as ``bulk`` does).
+    """
+    with bulk():
+        return _timeline_rows(G, shown)
+
+
+def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
+    rows: list[Row] = []
+    trace = G.graph.get("eager_trace")
+    if isinstance(trace, dict):
+        node_of_op = {
+            d["eager"]["index"]: k
+            for k, d in G.nodes(data=True)
+            if isinstance(d.get("eager"), dict)
+        }
+        kinds, names, starts, ends, ids = columns(
+            trace["gpu"], "type", "name", "start_ns", "end_ns", "correlation_id"
+        )
+        keys = [node_of_op.get(i) for i in range(len(kinds))]
+        labels = [
+            display_name(G.nodes[key]) if key else (names[i] or kinds[i])
+            for i, key in enumerate(keys)
+        ]
+        node_of_call = {ids[i]: key for i, key in enumerate(keys) if key is not None}
+        gpu = Row.of(
+            ROWS[1],
+            _COLOURS["gpu"],
+            "eager GPU work",
+            "GPU ops",
+            [t / 1000 for t in starts],
+            [t / 1000 for t in ends],
+            keys,
+            labels,
+        )
+        names, starts, ends, ids = columns(
+            trace["api"], "name", "start_ns", "end_ns", "correlation_id"
+        )
+        call_keys = [node_of_call.get(c) for c in ids]
+        for launch, name, noun in (
+            (False, "other CUDA calls", "CUDA calls"),
+            (True, "launch calls", "launch calls"),
+        ):
+            picked = [i for i, key in enumerate(call_keys) if (key is not None) == launch]
+            rows.append(
+                Row.of(
+                    ROWS[0],
+                    _COLOURS["launch" if launch else "call"],
+                    name,
+                    noun,
+                    [starts[i] / 1000 for i in picked],
+                    [ends[i] / 1000 for i in picked],
+                    [call_keys[i] for i in picked],
+                    [names[i] for i in picked],
+                )
+            )
+        rows.append(gpu)
+    timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
+    if isinstance(timing.get("cpu_launch_us"), (int, float)):
+        label = f"graph launch call (median of {timing.get('replays', '?')} replays)"
+        launch_us = float(timing["cpu_launch_us"])
+        rows.append(
+            Row.of(
+                ROWS[2],
+                _COLOURS["launch"],
+                "graph launch",
+                "launches",
+                [0.0],
+                [launch_us],
+                [None],
+                [label],
+            )
+        )
+    starts_us: list[float] = []
+    ends_us: list[float] = []
+    replay_keys: list[str | None] = []
+    replay_labels: list[str] = []
+    for key, data in (shown if shown is not None else G).nodes(data=True):
+        if data.get("type") == GROUP and "start_us" in data:
+            start, end = data["start_us"], data["end_us"]
+            label = f"{data['group']}: {data['members']} nodes, from {start:.1f} us"
+        else:
+            stats = data.get("replay")
+            if not (isinstance(stats, dict) and isinstance(stats.get("start_us"), (int, float))):
+                continue
+            start = stats["start_us"]
+            end = start + (stats.get("median_us") or 0.0)
+            label = display_name(data)
+        starts_us.append(start)
+        ends_us.append(end)
+        replay_keys.append(key)
+        replay_labels.append(label)
+    if starts_us:
+        rows.append(
+            Row.of(
+                ROWS[3],
+                _COLOURS["replay"],
+                "replayed nodes",
+                "nodes",
+                starts_us,
+                ends_us,
+                replay_keys,
+                replay_labels,
+            )
+        )
+    return rows
+
+
 def build_timeline(
-    G: nx.DiGraph, selected: str | None = None, shown: nx.DiGraph | None = None
+    G: nx.DiGraph,
+    selected: str | None = None,
+    shown: nx.DiGraph | None = None,
+    window: tuple[float, float] | None = None,
+    rows: list[Row] | None = None,
 ) -> go.Figure:
     """The four rows as horizontal bars; the selected node's bars ringed.
 
     ``shown`` is the graph as drawn: its collapsed groups are one replay bar each, from their
-    first node's start to their last node's end.
+    first node's start to their last node's end. ``window`` is the visible x range in us (all
+    when None); ``rows`` are ``timeline_rows(G, shown)`` when the caller keeps them. The
+    figure's ``layout.meta`` says whether any bars were merged (``{"merged": bool}``): only then
+    does zooming in need a new figure.
     """
-    by_index = {
-        d["eager"]["index"]: k for k, d in G.nodes(data=True) if isinstance(d.get("eager"), dict)
-    }
+    rows = timeline_rows(G, shown) if rows is None else rows
+    extent = (0.0, max((max(r.ends) for r in rows if r.ends), default=1.0))
     traces: list[Any] = []
-    trace = G.graph.get("eager_trace")
-    if isinstance(trace, dict):
-        ops = eager_gpu(trace)
-        node_of_call: dict[Any, str] = {}
-        gpu: list[tuple[float, float, str | None, str]] = []
-        for index, op in enumerate(ops):
-            key = by_index.get(index)
-            start, end = op["start_ns"] / 1000, op["end_ns"] / 1000
-            label = display_name(G.nodes[key]) if key else (op.get("name") or op["type"])
-            gpu.append(
-                (start, end, key, escape(f"{label}: {end - start:.2f} us at {start:.1f} us"))
-            )
-            if key is not None:
-                node_of_call[op["correlation_id"]] = key
-        launches, others = [], []
-        for call in eager_calls(trace):
-            start, end = call["start_ns"] / 1000, call["end_ns"] / 1000
-            key = node_of_call.get(call["correlation_id"])
-            text = escape(f"{call['name']}: {end - start:.2f} us at {start:.1f} us")
-            (launches if key is not None else others).append((start, end, key, text))
-        traces += [
-            _bars(ROWS[0], others, _COLOURS["call"], "other CUDA calls"),
-            _bars(ROWS[0], launches, _COLOURS["launch"], "launch calls"),
-            _bars(ROWS[1], gpu, _COLOURS["gpu"], "eager GPU work"),
-        ]
-    timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
-    if isinstance(timing.get("cpu_launch_us"), (int, float)):
-        launch = timing["cpu_launch_us"]
-        text = (
-            f"graph launch call: {launch:.1f} us (median of {timing.get('replays', '?')} replays)"
-        )
-        traces.append(
-            _bars(ROWS[2], [(0.0, launch, None, text)], _COLOURS["launch"], "graph launch")
-        )
-    replay: list[tuple[float, float, str | None, str]] = []
-    for key, data in (shown if shown is not None else G).nodes(data=True):
-        if data.get("type") == GROUP and "start_us" in data:
-            start, end = data["start_us"], data["end_us"]
-            text = f"{data['group']}: {data['members']} nodes from {start:.1f} to {end:.1f} us"
-            replay.append((start, end, key, escape(text)))
-            continue
-        stats = data.get("replay")
-        if isinstance(stats, dict) and isinstance(stats.get("start_us"), (int, float)):
-            start, length = stats["start_us"], stats.get("median_us") or 0.0
-            text = escape(f"{display_name(data)}: {length:.2f} us at {start:.1f} us")
-            replay.append((start, start + length, key, text))
-    if replay:
-        traces.append(_bars(ROWS[3], replay, _COLOURS["replay"], "replayed nodes"))
+    merged = False
+    for row in rows:
+        bars, reduced = _drawn(row, window, extent)
+        merged |= reduced
+        traces.append(_bars(row.row, bars, row.colour, row.name))
     ys, bases, widths = timeline_ring(G, selected, shown)
     traces.append(
         go.Bar(
@@ -180,9 +364,11 @@ def build_timeline(
         dragmode="zoom",
         hovermode="closest",
         uirevision="timeline",
+        meta={"merged": merged},
         legend={"orientation": "h", "y": 1.15, "x": 0},
         xaxis={
             "title": {"text": "us from the start of each"},
+            **({"range": list(window)} if window is not None else {}),
             "showgrid": True,
             "gridcolor": "#eee",
         },

@@ -87,12 +87,14 @@ def big_bundle_graph(min_nodes: int) -> nx.DiGraph:
 DECODE = Path(__file__).resolve().parent.parent / "samples" / "bundles" / "tiny-llama-b1.json.gz"
 
 
-def big_decode_bundle(min_nodes: int) -> nx.DiGraph:
+def big_decode_bundle(min_nodes: int, eager: bool = False) -> nx.DiGraph:
     """A deep model's decode graph: the real tiny-llama b1 bundle chained copy after copy.
 
     Each copy's layers are numbered on from the last (copy k holds model.layers.4k to 4k+3)
     and its replay starts are shifted by the replay span, so attribution and timing read as
-    one model of many layers; every value comes from the real capture.
+    one model of many layers; every value comes from the real capture. With ``eager`` the
+    real eager trace is chained the same way (2,988 CUDA calls and 212 GPU ops per copy: about
+    1.4 million calls at 100,000 nodes) and each node keeps its join to it.
     """
     unit = graphscope.load(DECODE)
     order = list(nx.topological_sort(unit))
@@ -102,8 +104,13 @@ def big_decode_bundle(min_nodes: int) -> nx.DiGraph:
     layer = re.compile(r"^model\.layers\.(\d+)")
     G = nx.DiGraph()
     G.graph.update({k: v for k, v in unit.graph.items() if k not in ("eager_trace", "parity")})
+    copies = -(-min_nodes // per)
+    trace = unit.graph["eager_trace"]
+    ops = len(trace["gpu"]["rows"])
+    if eager:
+        G.graph["eager_trace"] = _chained_trace(trace, copies)
     previous = None
-    for k in range(-(-min_nodes // per)):
+    for k in range(copies):
         for key in order:
             data = dict(unit.nodes[key])
             lid = k * per + data["local_id"]
@@ -116,9 +123,43 @@ def big_decode_bundle(min_nodes: int) -> nx.DiGraph:
                     lambda m, k=k: f"model.layers.{int(m.group(1)) + k * layers}", label["module"]
                 )
             data["attribution"] = label
-            data.pop("eager", None)
+            join = data.pop("eager", None)
+            if eager and isinstance(join, dict):
+                data["eager"] = {**join, "index": join["index"] + k * ops}
             G.add_node(new, **data)
             if previous is not None:
                 G.add_edge(previous, new)
             previous = new
     return G
+
+
+def _chained_trace(trace: dict, copies: int) -> dict:
+    """``trace`` repeated ``copies`` times, each copy after the last, correlation ids renumbered."""
+    api, gpu = trace["api"]["rows"], trace["gpu"]["rows"]
+    span = max(row[2] for row in api) + 1000
+    ids = max(row[3] for row in api) - min(row[3] for row in api) + 1
+    fields = trace["api"]["fields"], trace["gpu"]["fields"]
+    a_start, a_end, a_id = (fields[0].index(f) for f in ("start_ns", "end_ns", "correlation_id"))
+    g_start, g_end, g_id = (fields[1].index(f) for f in ("start_ns", "end_ns", "correlation_id"))
+
+    def shifted(rows: list, start: int, end: int, cid: int, k: int) -> list:
+        out = []
+        for row in rows:
+            row = list(row)
+            row[start] += k * span
+            row[end] += k * span
+            row[cid] += k * ids
+            out.append(row)
+        return out
+
+    return {
+        **trace,
+        "api": {
+            "fields": fields[0],
+            "rows": [r for k in range(copies) for r in shifted(api, a_start, a_end, a_id, k)],
+        },
+        "gpu": {
+            "fields": fields[1],
+            "rows": [r for k in range(copies) for r in shifted(gpu, g_start, g_end, g_id, k)],
+        },
+    }

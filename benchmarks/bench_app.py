@@ -20,14 +20,11 @@ import logging
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from graphscope.app.server import create_app
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from werkzeug.serving import make_server
+from graphscope.app.browser import headless_chromium, serve_in_thread
 
 import graphscope
 
@@ -83,22 +80,7 @@ gd.emit('plotly_click', {points: [{curveNumber: curve, pointNumber: point, custo
 """
 
 
-def browser() -> webdriver.Chrome:
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--window-size=1600,1000",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-
-
-def wait(driver: webdriver.Chrome, script: str, timeout: float = 60.0) -> float:
+def wait(driver: Any, script: str, timeout: float = 60.0) -> float:
     start = time.perf_counter()
     while not driver.execute_script(script):
         if time.perf_counter() - start > timeout:
@@ -110,14 +92,12 @@ def wait(driver: webdriver.Chrome, script: str, timeout: float = 60.0) -> float:
 def measure(path: Path, runs: int) -> dict[str, float]:
     G = graphscope.load(path)
     paints, hovers, clicks, opens = [], [], [], []
-    driver = browser()
+    driver = headless_chromium()
     try:
         for _ in range(runs):
-            app = create_app([path])
-            server = make_server("127.0.0.1", 0, app.server, threaded=True)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
+            url, server = serve_in_thread([path])
             start = time.perf_counter()
-            driver.get(f"http://127.0.0.1:{server.server_port}/")
+            driver.get(url)
             paints.append(wait(driver, _DRAWN) - start)
             hovers.append(wait(driver, _HOVERED) - start)
             time.sleep(CLICK_GAP)  # the timeline under the DAG is drawn after it

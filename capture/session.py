@@ -470,16 +470,23 @@ def capture_buckets(
                 "graph_pool_bytes": t["graph_pool_bytes"],
             }
         )
+    name = _model_name(model)
+    target = Path(out_dir) / f"{_stem(name)}.buckets.json"
+    index: dict[str, Any] = {"model": name, "padding": PADDING_RULE, "buckets": entries}
+    # Written before the driver is asked, and again with its answers: the bundles are on disk
+    # already, and a crash in the driver's update call must not leave them without an index.
+    write_atomic(target, json.dumps(index, indent=1) + "\n")
     updates = []
+    say = options.get("progress") or (lambda message: None)
     for (a, graph_a), (b, graph_b) in itertools.pairwise(zip(sizes, graphs, strict=True)):
+        say(f"asking the driver whether b{a}'s executable graph can be updated to b{b}'s")
         try:
             verdict: dict[str, Any] = driver_update(graph_a, graph_b)
         except CaptureError as exc:
             verdict = {"error": str(exc)}
         updates.append({"from": a, "to": b, **verdict})
-    name = _model_name(model)
-    index = {"model": name, "padding": PADDING_RULE, "buckets": entries, "updates": updates}
-    write_atomic(Path(out_dir) / f"{_stem(name)}.buckets.json", json.dumps(index, indent=1) + "\n")
+    index["updates"] = updates
+    write_atomic(target, json.dumps(index, indent=1) + "\n")
     return bundles
 
 

@@ -8,18 +8,14 @@ page; then opens a DOT dump. Nothing in the pictures is edited.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-from graphscope.app.server import create_app
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from graphscope.app.browser import headless_chromium, serve_in_thread
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
-from werkzeug.serving import make_server
 
 import graphscope
 
@@ -30,17 +26,11 @@ OUT = ROOT / "docs" / "img"
 
 
 def main() -> None:
-    app = create_app([LLAMA, DOT])
-    server = make_server("127.0.0.1", 0, app.server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1600,1250"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    url, server = serve_in_thread([LLAMA, DOT])
+    driver = headless_chromium(1600, 1250)
     wait = WebDriverWait(driver, 20)
     try:
-        driver.get(f"http://127.0.0.1:{server.server_port}/")
+        driver.get(url)
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .points path")))
         driver.find_element(By.CSS_SELECTOR, "#colour input[value=time]").click()
         time.sleep(1.5)

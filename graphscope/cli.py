@@ -8,6 +8,7 @@ Errors print as one line, ``graphscope: error: FILE[:LINE]: what is wrong``; the
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 from collections.abc import Sequence
@@ -164,6 +165,9 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     from .capture import session  # needs torch, cuda-python and cupti-python
 
+    # A crash inside the driver or CUPTI kills the process without a Python error: print
+    # where it happened, for the bug report.
+    faulthandler.enable()
     command = "graphscope " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
     bundles = session.capture_buckets(
         args.model,

@@ -56,3 +56,11 @@ def origin_of(data: dict[str, Any]) -> dict[str, Any]:
     """A node's attribution (module, op, file, line), or {} when it has none."""
     origin = data.get("attribution")
     return origin if isinstance(origin, dict) else {}
+
+
+def replay_median(data: dict[str, Any]) -> float | None:
+    """A node's replay median in us, or None when it was not timed."""
+    replay = data.get("replay")
+    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
+        return float(replay["median_us"])
+    return None

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import pytest
 
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
@@ -297,3 +298,49 @@ def test_large_graphs_open_collapsed() -> None:
     big = nx.DiGraph()
     big.add_nodes_from(range(COLLAPSE_ABOVE + 1))
     assert server.default_grouping("f0", big)["default"] == "collapsed"
+
+
+def _long_row(spans: int) -> Any:
+    """A row of ``spans`` 1-us calls 2 us apart, with one 5,000-us call at the start."""
+    from graphscope.app.timeline import ROWS, Row
+
+    starts = [0.0] + [10.0 + 2 * i for i in range(spans - 1)]
+    ends = [5000.0] + [s + 1.0 for s in starts[1:]]
+    keys = ["long"] + [f"k{i}" for i in range(spans - 1)]
+    return Row.of(ROWS[0], "#000", "calls", "CUDA calls", starts, ends, keys, ["call"] * spans)
+
+
+def test_a_long_timeline_row_is_merged_and_a_zoom_shows_each_bar() -> None:
+    from graphscope.app.timeline import MAX_BARS, _drawn, build_timeline, zoom_window
+
+    row = _long_row(100_000)
+    extent = (0.0, row.ends[-1])
+    bars, merged = _drawn(row, None, extent)
+    assert merged and len(bars) <= MAX_BARS + 1
+    # Every span is in exactly one bar, and a merged bar says how many it holds.
+    counts = [int(text.split(" ")[0]) if " CUDA calls from " in text else 1 for *_, text in bars]
+    assert sum(counts) == 100_000
+    assert all(key is None for _, _, key, text in bars if " CUDA calls from " in text)
+    # Zoomed in, each call is its own bar with its node's key, the long call that began before
+    # the window included.
+    bars, merged = _drawn(row, (1000.0, 1100.0), extent)
+    assert not merged
+    keys = {key for _, _, key, _ in bars}
+    assert "long" in keys and {"k495", "k544"} <= keys and "k600" not in keys
+    fig = build_timeline(nx.DiGraph(), rows=[row], window=(1000.0, 1100.0))
+    assert list(fig.layout.xaxis.range) == [1000.0, 1100.0] and fig.layout.meta["merged"] is False
+    assert build_timeline(nx.DiGraph(), rows=[row]).layout.meta["merged"] is True
+    # What plotly sends on a zoom, a pan, a reset and a resize.
+    assert zoom_window({"xaxis.range[0]": 5, "xaxis.range[1]": 9.5}) == (5.0, 9.5)
+    assert zoom_window({"xaxis.range": [1, 2]}) == (1.0, 2.0)
+    assert zoom_window({"xaxis.autorange": True}) is None
+    assert zoom_window({"autosize": True}) is False
+
+
+def test_a_short_timeline_row_is_drawn_bar_by_bar() -> None:
+    from graphscope.app.timeline import _drawn, timeline_rows
+
+    G = graphscope.load(LLAMA)
+    for row in timeline_rows(G):
+        bars, merged = _drawn(row, None, (0.0, max(row.ends)))
+        assert not merged and len(bars) == len(row.starts)

@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name
+from ..model import display_name, replay_median
 from .eager import common_ends
 from .update import UpdateVerdict, update_verdict
 
@@ -81,13 +81,6 @@ def _identity(data: dict[str, Any]) -> tuple[Any, ...]:
     if origin and (origin.get("module") is not None or origin.get("op")):
         return (data.get("type"), origin.get("module"), origin.get("op"))
     return (data.get("type"), data.get("short_name") or data.get("name"))
-
-
-def _median(data: dict[str, Any]) -> float | None:
-    replay = data.get("replay")
-    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
-        return float(replay["median_us"])
-    return None
 
 
 def _ordered_graphs(G: nx.DiGraph) -> list[list[str]]:
@@ -165,7 +158,9 @@ def _diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int) -> GraphDiff:
             if a.get(f) != b.get(f)
         }
         args = _args_changed(a, b) if a.get("type") == "KERNEL" else []
-        change = NodeChange(ka, kb, display_name(b), fields, args, _median(a), _median(b))
+        change = NodeChange(
+            ka, kb, display_name(b), fields, args, replay_median(a), replay_median(b)
+        )
         if fields or args:
             changed.append(change)
         if change.delta_us is not None:

@@ -9,21 +9,13 @@ from typing import Any
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name, origin_of
+from ..model import display_name, origin_of, replay_median
 from .critical_path import critical_path
 from .findings import findings
 
 #: Module groups are cut to this many path components (``model.layers.3``), so that a layer's
 #: submodules add up to the layer; ``module_depth=None`` keeps whole paths.
 MODULE_DEPTH = 3
-
-
-def replay_median(data: dict[str, Any]) -> float | None:
-    """A node's replay median in us, or None when it was not timed."""
-    replay = data.get("replay")
-    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
-        return float(replay["median_us"])
-    return None
 
 
 def _number(mapping: Any, key: str) -> float | None:

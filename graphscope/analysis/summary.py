@@ -7,7 +7,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..model import display_name
+from ..model import display_name, replay_median
 
 
 def _graph_shape(G: nx.DiGraph, members: list[str]) -> tuple[int, int]:
@@ -15,13 +15,6 @@ def _graph_shape(G: nx.DiGraph, members: list[str]) -> tuple[int, int]:
     sub = G.subgraph(members)
     levels = [len(level) for level in nx.topological_generations(sub)]
     return len(levels), max(levels, default=0)
-
-
-def _median(data: dict[str, Any]) -> float | None:
-    replay = data.get("replay")
-    if isinstance(replay, dict) and isinstance(replay.get("median_us"), (int, float)):
-        return float(replay["median_us"])
-    return None
 
 
 def parity_lines(parity: dict[str, Any]) -> list[str]:
@@ -80,7 +73,7 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         if "grid" in data:
             config = (tuple(data["grid"]), tuple(data.get("block", ())), data.get("shared_mem"))
             configs[name][config] += 1
-        median = _median(data)
+        median = replay_median(data)
         if median is not None:
             entry["replay_us"] = (entry["replay_us"] or 0.0) + median
     for name, entry in kernels.items():
@@ -93,7 +86,7 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
     )
     roots = [g for g in graphs if g["parent"] is None]
     attributed = sum(1 for _, d in G.nodes(data=True) if isinstance(d.get("attribution"), dict))
-    timed = [m for m in (_median(d) for _, d in G.nodes(data=True)) if m is not None]
+    timed = [m for m in (replay_median(d) for _, d in G.nodes(data=True)) if m is not None]
     return {
         "nodes": G.number_of_nodes(),
         "edges": G.number_of_edges(),
