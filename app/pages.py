@@ -15,13 +15,12 @@ from graphscope.text import mib, step_rows, us
 
 def _table(head: list[str], rows: list[list[Any]], table_id: str | None = None) -> html.Table:
     """A plain table; every cell is text (Dash escapes it), never markup."""
-    props = {"id": table_id} if table_id else {}
-    return html.Table(
-        [html.Tr([html.Th(h) for h in head])]
-        + [html.Tr([html.Td("" if v is None else str(v)) for v in row]) for row in rows],
-        className="data",
-        **props,
-    )
+    children = [html.Tr([html.Th(h) for h in head])] + [
+        html.Tr([html.Td("" if v is None else str(v)) for v in row]) for row in rows
+    ]
+    if table_id:
+        return html.Table(children, className="data", id=table_id)
+    return html.Table(children, className="data")
 
 
 def findings_list(found: list[dict[str, Any]]) -> html.Div:
@@ -78,7 +77,7 @@ def report_page(G: nx.DiGraph) -> list[Any]:
         out.append(html.P(text + ".", id="critical-path"))
     if r.top_nodes:
         rows = [
-            [us(n["median_us"]), us(n["eager_us"]), n["node"], n["name"], n.get("module")]
+            [us(n["median_us"]), us(n["eager_us"]), n["node"], n["name"], n.get("module") or ""]
             for n in r.top_nodes
         ]
         out += [

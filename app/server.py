@@ -463,7 +463,8 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         rings = {"dag": len(fig.data) - 1, "source": source.id, "colour": colour}
         return fig, {}, notes, _cards(G), found, count, rings
 
-    app = dash.Dash(__name__, title="graphscope", update_title=None)
+    # None turns the "Updating..." tab title off; Dash's annotation says str only.
+    app = dash.Dash(__name__, title="graphscope", update_title=None)  # type: ignore[arg-type]
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
     first = next(iter(registry.sources), None)
 
@@ -600,7 +601,9 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
 
     # What is drawn after the DAG (hover texts, the timeline) waits until the browser has
     # painted it: fetched at once, it arrived first and held up the first paint.
-    app.clientside_callback(_WHEN_PAINTED, Output("painted", "data"), Input("rings", "data"))
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        _WHEN_PAINTED, Output("painted", "data"), Input("rings", "data")
+    )
 
     @app.callback(
         Output("timeline", "figure"),
@@ -635,7 +638,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
 
     # Only relayouts that move the x axis go to the server: plotly also reports resizes, and a
     # request for one sent while a zoom's redraw is on its way makes Dash drop that redraw.
-    app.clientside_callback(
+    app.clientside_callback(  # type: ignore[no-untyped-call]
         _X_CHANGES, Output("timeline-zoom", "data"), Input("timeline", "relayoutData")
     )
 
