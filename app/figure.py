@@ -191,10 +191,14 @@ def build_figure(
         known = [v for v in logs if v is not None]
         low, high = min(known), max(known)
         ticks = _ticks(low, high)
+        groups = [G.nodes[k].get("type") == GROUP for k in keys]
+        mixed = any(groups)
         marker = {
-            "size": [16 if G.nodes[k].get("type") == GROUP else 11 for k in keys],
-            "symbol": ["square" if G.nodes[k].get("type") == GROUP else "circle" for k in keys],
-            "color": [v if v is not None else low for v in logs],
+            # One value for all where all nodes are alike, and colours to 4 places: this
+            # trace was 1.0 MB of a 10,000-node page with a list each and 17-digit floats.
+            "size": [16 if g else 11 for g in groups] if mixed else 11,
+            "symbol": ["square" if g else "circle" for g in groups] if mixed else "circle",
+            "color": [round(v if v is not None else low, 4) for v in logs],
             "colorscale": "Viridis",
             "cmin": low,
             "cmax": high,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime
 import gc
-import itertools
 import json
 import os
 import re
@@ -453,11 +452,22 @@ def capture_buckets(
     sizes = sorted(set(batch_sizes))
     if not sizes or sizes[0] < 1:
         raise CaptureError(f"batch sizes must be positive integers, got {list(batch_sizes)}")
-    bundles, entries, graphs = [], [], []
+    name = _model_name(model)
+    target = Path(out_dir) / f"{_stem(name)}.buckets.json"
+    bundles: list[Path] = []
+    entries: list[dict[str, Any]] = []
+    updates: list[dict[str, Any]] = []
+    index: dict[str, Any] = {
+        "model": name,
+        "padding": PADDING_RULE,
+        "buckets": entries,
+        "updates": updates,
+    }
+    say = options.get("progress") or (lambda message: None)
+    previous: tuple[int, Any] | None = None
     for size in sizes:
         # The index is made from the graphs as written, not by reading the bundles back.
         path, G, graph = _capture(model, size, out_dir, buckets=sizes, **options)
-        graphs.append(graph)
         t = G.graph["timing"]
         bundles.append(path)
         entries.append(
@@ -470,23 +480,19 @@ def capture_buckets(
                 "graph_pool_bytes": t["graph_pool_bytes"],
             }
         )
-    name = _model_name(model)
-    target = Path(out_dir) / f"{_stem(name)}.buckets.json"
-    index: dict[str, Any] = {"model": name, "padding": PADDING_RULE, "buckets": entries}
-    # Written before the driver is asked, and again with its answers: the bundles are on disk
-    # already, and a crash in the driver's update call must not leave them without an index.
-    write_atomic(target, json.dumps(index, indent=1) + "\n")
-    updates = []
-    say = options.get("progress") or (lambda message: None)
-    for (a, graph_a), (b, graph_b) in itertools.pairwise(zip(sizes, graphs, strict=True)):
-        say(f"asking the driver whether b{a}'s executable graph can be updated to b{b}'s")
-        try:
-            verdict: dict[str, Any] = driver_update(graph_a, graph_b)
-        except CaptureError as exc:
-            verdict = {"error": str(exc)}
-        updates.append({"from": a, "to": b, **verdict})
-    index["updates"] = updates
-    write_atomic(target, json.dumps(index, indent=1) + "\n")
+        if previous is not None:
+            # Asked while both graphs are fresh, and only the last one is kept: asked at the
+            # end, with all four tiny-llama buckets' graphs held, the process died in
+            # cuGraphInstantiate on the H200 (a segfault, twice), where two buckets did not.
+            say(f"asking the driver whether b{previous[0]}'s executable graph takes b{size}'s")
+            try:
+                verdict: dict[str, Any] = driver_update(previous[1], graph)
+            except CaptureError as exc:
+                verdict = {"error": str(exc)}
+            updates.append({"from": previous[0], "to": size, **verdict})
+        previous = (size, graph)
+        # Rewritten after each bucket: a run that stops part way leaves an index of what it made.
+        write_atomic(target, json.dumps(index, indent=1) + "\n")
     return bundles
 
 

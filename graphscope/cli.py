@@ -8,7 +8,9 @@ Errors print as one line, ``graphscope: error: FILE[:LINE]: what is wrong``; the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -167,7 +169,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
     # A crash inside the driver or CUPTI kills the process without a Python error: print
     # where it happened, for the bug report.
-    faulthandler.enable()
+    with contextlib.suppress(io.UnsupportedOperation, ValueError):  # stderr is no file
+        faulthandler.enable()
     command = "graphscope " + " ".join(sys.argv[1:]) if sys.argv[1:] else None
     bundles = session.capture_buckets(
         args.model,
