@@ -31,6 +31,7 @@ from .timeline import (
     Row,
     build_timeline,
     has_timeline,
+    merges,
     timeline_ring,
     timeline_rows,
     zoom_window,
@@ -631,10 +632,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         # A redraw of the graph the user has zoomed into keeps the zoom's detail.
         window = _zoom_of(zoom, source_id)
         timeline = build_timeline(G, key, shown, window, rows)
-        merged = bool(timeline.layout.meta["merged"])
-        if window is not None:
-            merged = bool(build_timeline(G, None, shown, None, rows).layout.meta["merged"])
-        return timeline, {}, len(timeline.data) - 1, merged
+        return timeline, {}, len(timeline.data) - 1, merges(rows)
 
     # Only relayouts that move the x axis go to the server: plotly also reports resizes, and a
     # request for one sent while a zoom's redraw is on its way makes Dash drop that redraw.

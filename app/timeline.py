@@ -91,17 +91,13 @@ def _drawn(
         lo = bisect.bisect_left(row.starts, x0 - row.longest)
         hi = bisect.bisect_right(row.starts, x1)
     starts, ends, keys, labels = row.starts, row.ends, row.keys, row.labels
+
+    def one(i: int) -> tuple[float, float, str | None, str]:
+        text = f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us"
+        return starts[i], ends[i], keys[i], escape(text)
+
     if hi - lo <= MAX_BARS:
-        return [
-            (
-                starts[i],
-                ends[i],
-                keys[i],
-                escape(f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us"),
-            )
-            for i in range(lo, hi)
-            if ends[i] >= x0
-        ], False
+        return [one(i) for i in range(lo, hi) if ends[i] >= x0], False
     width = (x1 - x0) / MAX_BARS or 1.0
     bars: list[tuple[float, float, str | None, str]] = []
     i = lo
@@ -118,8 +114,7 @@ def _drawn(
             i += 1
         count = i - first
         if count == 1:
-            text = f"{labels[first]}: {end - start:.2f} us at {start:.1f} us"
-            bars.append((start, end, keys[first], escape(text)))
+            bars.append(one(first))
         else:
             text = (
                 f"{count} {row.noun} from {start:.1f} to {end:.1f} us ({busy:.1f} us in them); "
@@ -207,6 +202,11 @@ def zoom_window(relayout: dict[str, Any]) -> tuple[float, float] | Literal[False
     if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x1 > x0:
         return float(x0), float(x1)
     return False
+
+
+def merges(rows: list[Row]) -> bool:
+    """Whether the whole step, drawn, merges bars: only then does a zoom need a redraw."""
+    return any(len(row.starts) > MAX_BARS for row in rows)
 
 
 def timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None = None) -> list[Row]:

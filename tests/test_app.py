@@ -311,7 +311,7 @@ def _long_row(spans: int) -> Any:
 
 
 def test_a_long_timeline_row_is_merged_and_a_zoom_shows_each_bar() -> None:
-    from graphscope.app.timeline import MAX_BARS, _drawn, build_timeline, zoom_window
+    from graphscope.app.timeline import MAX_BARS, _drawn, build_timeline, merges, zoom_window
 
     row = _long_row(100_000)
     extent = (0.0, row.ends[-1])
@@ -330,6 +330,7 @@ def test_a_long_timeline_row_is_merged_and_a_zoom_shows_each_bar() -> None:
     fig = build_timeline(nx.DiGraph(), rows=[row], window=(1000.0, 1100.0))
     assert list(fig.layout.xaxis.range) == [1000.0, 1100.0] and fig.layout.meta["merged"] is False
     assert build_timeline(nx.DiGraph(), rows=[row]).layout.meta["merged"] is True
+    assert merges([row]) and not merges([_long_row(MAX_BARS)])
     # What plotly sends on a zoom, a pan, a reset and a resize.
     assert zoom_window({"xaxis.range[0]": 5, "xaxis.range[1]": 9.5}) == (5.0, 9.5)
     assert zoom_window({"xaxis.range": [1, 2]}) == (1.0, 2.0)
