@@ -95,8 +95,17 @@ def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Sca
         if arrows:
             length = math.hypot(x1 - x0, y1 - y0) or 1.0
             x1, y1 = x1 - (x1 - x0) / length * _HEAD, y1 - (y1 - y0) / length * _HEAD
-        xs += [x0, x1, None]
-        ys += [y0, y1, None]
+        if not arrows and xs and xs[-1] == x0 and ys[-1] == y0:
+            # An edge that starts where the last one ended continues its line: a chain of
+            # 10,000 nodes is then one polyline per row, not 10,000 separate segments.
+            xs.append(x1)
+            ys.append(y1)
+            continue
+        if xs and not arrows:
+            xs.append(None)
+            ys.append(None)
+        xs += [x0, x1] if not arrows else [x0, x1, None]
+        ys += [y0, y1] if not arrows else [y0, y1, None]
     line = {"color": "#9a9a9a", "width": 1}
     if not arrows:
         return [go.Scattergl(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]

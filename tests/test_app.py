@@ -345,3 +345,25 @@ def test_a_short_timeline_row_is_drawn_bar_by_bar() -> None:
     for row in timeline_rows(G):
         bars, merged = _drawn(row, None, (0.0, max(row.ends)))
         assert not merged and len(bars) == len(row.starts)
+
+
+def test_webgl_edges_join_chains_and_draw_every_edge_once() -> None:
+    from graphscope.app.figure import _edges
+
+    for path in (LLAMA, LLAMA.parent / "tiny-gpt-parallel-b1.json.gz"):
+        G = graphscope.load(path)
+        lay = layout(G)
+        [trace] = _edges(G, lay, arrows=False)
+        segments = [
+            ((x0, y0), (x1, y1))
+            for (x0, y0), (x1, y1) in zip(
+                zip(trace.x, trace.y, strict=True),
+                zip(trace.x[1:], trace.y[1:], strict=True),
+                strict=False,
+            )
+            if x0 is not None and x1 is not None
+        ]
+        expected = [(lay.pos[a], lay.pos[b]) for a, b in G.edges()]
+        assert sorted(segments) == sorted(expected)
+        # A chain is one line: far fewer points than three per edge.
+        assert len(trace.x) < 2 * G.number_of_edges()
