@@ -136,11 +136,11 @@ def big_decode_bundle(min_nodes: int, eager: bool = False) -> nx.DiGraph:
 def _chained_trace(trace: dict, copies: int) -> dict:
     """``trace`` repeated ``copies`` times, each copy after the last, correlation ids renumbered."""
     api, gpu = trace["api"]["rows"], trace["gpu"]["rows"]
-    span = max(row[2] for row in api) + 1000
-    ids = max(row[3] for row in api) - min(row[3] for row in api) + 1
     fields = trace["api"]["fields"], trace["gpu"]["fields"]
     a_start, a_end, a_id = (fields[0].index(f) for f in ("start_ns", "end_ns", "correlation_id"))
     g_start, g_end, g_id = (fields[1].index(f) for f in ("start_ns", "end_ns", "correlation_id"))
+    span = max(row[a_end] for row in api) + 1000
+    ids = max(row[a_id] for row in api) - min(row[a_id] for row in api) + 1
 
     def shifted(rows: list, start: int, end: int, cid: int, k: int) -> list:
         out = []
