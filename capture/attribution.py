@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -24,7 +25,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODELS = str((Path(_HERE) / "models.py").resolve())
 
 
-def _library_paths(torch: Any) -> tuple[str, ...]:
+def library_paths(torch: Any) -> tuple[str, ...]:
     """Folders and files whose frames are never the user's line.
 
     torch, CUDA and CUPTI, and graphscope's own machinery; not ``capture/models.py``, whose
@@ -36,14 +37,33 @@ def _library_paths(torch: Any) -> tuple[str, ...]:
         os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
         os.path.join(os.path.dirname(os.path.abspath(graphscope.__file__)), "cli.py"),
     ]
-    for name in ("cupti", "cuda"):
+    for name in ("cupti", "cuda", "triton"):
         module = sys.modules.get(name)
         paths += [os.path.abspath(p) + os.sep for p in getattr(module, "__path__", None) or []]
+    # The code torch.compile generates (and Triton's launchers) lives in Inductor's cache
+    # folder; the user's line is the frame that called the compiled model.
+    cache_dirs = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
+    if cache_dirs is not None:
+        paths.append(os.path.abspath(cache_dirs.cache_dir()) + os.sep)
     for folder in {os.path.dirname(os.path.abspath(graphscope.__file__)), _HERE}:
         for file in Path(folder).rglob("*.py"):
             if str(file.resolve()) != _MODELS:
                 paths.append(str(file))
     return tuple(paths)
+
+
+def module_path(name: str) -> str:
+    """A ``named_modules()`` path without the ``_orig_mod`` levels torch.compile adds.
+
+    ``torch.compile(model)`` wraps a module in an ``OptimizedModule`` whose one child,
+    ``_orig_mod``, is the module itself: ``_orig_mod.layers.0`` is the user's ``layers.0``.
+    """
+    return ".".join(part for part in name.split(".") if part != "_orig_mod")
+
+
+def module_names(model: Any) -> dict[int, str]:
+    """``id(module)`` to its path, for every module of ``model`` (compiled wrappers included)."""
+    return {id(m): module_path(name) for name, m in model.named_modules()}
 
 
 def _stack(frame: FrameType | None) -> list[FrameType]:
@@ -66,17 +86,16 @@ class Attribution:
 
     def __init__(self, model: Any = None) -> None:
         self.torch = require("torch")
-        self.names: dict[int, str] = (
-            {id(m): name for name, m in model.named_modules()} if model is not None else {}
-        )
+        self.names: dict[int, str] = module_names(model) if model is not None else {}
         self.modules: list[str] = []
         self.op: str | None = None
         self.labels: dict[int, dict[str, Any]] = {}
         self.failure: FailureSite | None = None
-        self._skip = _library_paths(self.torch)
+        self._skip = library_paths(self.torch)
         self._handles: list[Any] = []
         self._mode: Any = None
         self._subscriber: Any = None
+        self._warnings: Any = None
 
     def name_of(self, module: Any) -> str | None:
         return self.names.get(id(module))
@@ -136,6 +155,11 @@ class Attribution:
     def __enter__(self) -> Attribution:
         torch = self.torch
         hooks = torch.nn.modules.module
+        # Our global hooks make torch.compile warn that they fire for its OptimizedModule too;
+        # the user can do nothing about that, and the extra entry is harmless (module_names).
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there")
         self._handles = [
             hooks.register_module_forward_pre_hook(self._enter_module),
             hooks.register_module_forward_hook(self._leave_module),
@@ -169,6 +193,9 @@ class Attribution:
         for handle in self._handles:
             handle.remove()
         self._handles = []
+        if self._warnings is not None:
+            self._warnings.__exit__(None, None, None)
+            self._warnings = None
         self.modules.clear()
         self.op = None
 
@@ -178,6 +205,14 @@ def _op_tracker(attribution: Attribution) -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class OpTracker(TorchDispatchMode):  # type: ignore[misc]
+        @classmethod
+        def ignore_compile_internals(cls) -> bool:
+            # While a dispatch mode without this is active, torch.compile runs every compiled
+            # frame eagerly: the graph captured would hold aten's kernels, not the compiled
+            # ones the user runs. With it the mode is off while Dynamo compiles and on while
+            # the compiled code runs, seeing the ops that code calls through aten.
+            return True
+
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:

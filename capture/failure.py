@@ -22,7 +22,9 @@ _HINTS = (
     (
         "Cannot copy between CPU and CUDA tensors",
         "it copies from CPU memory inside the step: create that tensor on the GPU before "
-        "capture and update it in place, or pin it",
+        "capture and update it in place, or pin it; where the op itself copies (met with "
+        "aten::_grouped_mm, transformers' default MoE experts), that op cannot be captured: "
+        "use another implementation",
     ),
     (
         "operation not permitted when stream is capturing",
@@ -69,6 +71,14 @@ class FailureSite:
                 at += f": {self.code}"
             parts.append(at)
         return " ".join(parts) or "an unknown place"
+
+    def after_failed(self) -> str:
+        """What follows "failed": " at aten::mm in layer at f.py:3 ...", " in layer ...", ""."""
+        if self.op:
+            return f" at {self.where()}"
+        if self.module is not None or self.file:
+            return f" {self.where()}"
+        return ""
 
 
 def first_error(exc: BaseException) -> BaseException:
@@ -139,11 +149,32 @@ def hint(exc: BaseException) -> str | None:
     return None
 
 
+def is_cuda_error(exc: BaseException) -> bool:
+    """Whether the GPU raised it (a CUDA error surfacing through torch), not Python code."""
+    return type(exc).__name__ == "AcceleratorError" or "CUDA error" in str(exc)
+
+
+def phase_failed(what: str, phase: str, exc: BaseException, site: FailureSite) -> str:
+    """One line for an error after capture began: in the model's code, or on the GPU."""
+    cause = first_error(exc)
+    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    text = f"{what}: {phase} failed{site.after_failed()}: {type(cause).__name__}: {message}"
+    if "device-side assert" in message:
+        text += (
+            "; a kernel of the step asserted on the GPU, most often an index out of bounds such "
+            "as a step run past the end of its KV cache (give its Step a capacity, or a larger "
+            "cache), and the CUDA context is lost: nothing more can run in this process"
+        )
+    elif (advice := hint(cause)) is not None:
+        text += f"; {advice}"
+    return text + f"; nothing was saved for {what}"
+
+
 def describe(what: str, exc: BaseException, site: FailureSite) -> str:
     """One line: what failed, where, the first error, and what to do."""
     cause = first_error(exc)
     message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
-    text = f"capture of {what} failed at {site.where()}: {type(cause).__name__}: {message}"
+    text = f"capture of {what} failed{site.after_failed()}: {type(cause).__name__}: {message}"
     advice = hint(cause)
     if advice:
         text += f"; {advice}"

@@ -1,4 +1,4 @@
-"""Step functions to capture: the factory protocol, tiny-gpt, tiny-llama, and ``module:factory``.
+"""Steps to capture: the factory protocol, tiny-gpt, tiny-llama, ``hf:PATH``, ``module:factory``.
 
 A factory is called as ``factory(batch_size)`` and returns a :class:`Step`: a decode step that
 reads and writes only static buffers (gpt-fast style), so it can be captured and replayed. No
@@ -7,9 +7,11 @@ weights are downloaded: the built-in models use random weights.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from graphscope.errors import CaptureError
@@ -30,6 +32,12 @@ class Step:
     prefill: Callable[[], Any] | None = None  # eager prompt processing before decode, if any
     model: Any = None  # the torch.nn.Module, for attribution hooks
     description: str = ""  # what the step is, for the bundle's metadata
+    # Puts back state the step keeps outside tensors (a Python position counter), after each
+    # restore of `state`; the step's branches may depend on it.
+    reset: Callable[[], Any] | None = None
+    # How many steps in a row `state` allows before it must be restored (free cache
+    # positions); timed replays restore it at least this often. None: no limit of its own.
+    capacity: int | None = None
 
 
 def _tiny_gpt_module(
@@ -176,6 +184,103 @@ def tiny_gpt(
     )
 
 
+def causal_lm(
+    model: Any,
+    batch_size: int,
+    *,
+    prompt_len: int = 16,
+    max_len: int = 256,
+    description: str = "",
+) -> Step:
+    """The decode step of a Hugging Face causal LM (``model``, on the GPU) with a StaticCache.
+
+    The prefill runs a random prompt of ``prompt_len`` tokens; the step decodes one token per
+    sequence at position ``prompt_len`` into a cache of ``max_len`` positions (of
+    ``sliding_window`` for a sliding-window model, when that is smaller). Its ``state`` is every
+    tensor the cache holds, counters included, and ``reset`` puts back the cache's Python
+    counters: a sliding-window layer picks its branch from one.
+    """
+    torch = require("torch")
+    transformers = require("transformers")
+    config = model.config
+    text = config.get_text_config()
+    vocab = text.vocab_size
+    window = min(max_len, getattr(text, "sliding_window", None) or max_len)
+    prompt_len = min(prompt_len, window // 4)
+    if prompt_len < 1:
+        raise CaptureError(f"a cache of {window} positions leaves no room for a prompt")
+    try:
+        cache = transformers.StaticCache(config=config, max_cache_len=max_len)
+    except TypeError:  # transformers before 5 took batch size, device and dtype up front
+        cache = transformers.StaticCache(
+            config=config,
+            max_batch_size=batch_size,
+            max_cache_len=max_len,
+            device=model.device,
+            dtype=model.dtype,
+        )
+    device = model.device
+    prompt = torch.randint(0, vocab, (batch_size, prompt_len), device=device)
+    token = torch.zeros(batch_size, 1, dtype=torch.long, device=device)
+    position = torch.tensor([prompt_len], device=device)
+    logits = torch.empty(batch_size, 1, vocab, device=device, dtype=model.dtype)
+
+    def prefill() -> None:
+        with torch.no_grad():
+            model(
+                input_ids=prompt,
+                past_key_values=cache,
+                use_cache=True,
+                cache_position=torch.arange(prompt_len, device=device),
+            )
+
+    def run() -> None:
+        with torch.no_grad():
+            out = model(
+                input_ids=token,
+                past_key_values=cache,
+                use_cache=True,
+                cache_position=position,
+                position_ids=position.expand(batch_size, 1),
+            )
+        logits.copy_(out.logits)
+
+    counters: list[tuple[Any, str, int]] = []
+
+    def state() -> list[Any]:
+        # Every tensor the cache holds, counters included: StaticCache advances a device-side
+        # length on every step whatever cache_position says (DESIGN.md), so timed replays
+        # restore it. transformers 5 allocates them lazily, at prefill, after which this runs.
+        # A sliding-window layer also counts in a Python int (cumulative_length_int), which
+        # picks between its "filling" and "full" branches: reset() puts it back.
+        found = []
+        counters.clear()
+        for layer in getattr(cache, "layers", []):
+            for name, value in vars(layer).items():
+                if torch.is_tensor(value):
+                    found.append(value)
+                elif type(value) is int:
+                    counters.append((layer, name, value))
+        return found
+
+    def reset() -> None:
+        for layer, name, value in counters:
+            setattr(layer, name, value)
+
+    return Step(
+        run=run,
+        inputs={"input_ids": token, "cache_position": position},
+        outputs={"logits": logits},
+        state=state,
+        prefill=prefill,
+        model=model,
+        description=description,
+        reset=reset,
+        # Steps at positions prompt_len, prompt_len + 1, ... must stay inside the cache.
+        capacity=window - prompt_len,
+    )
+
+
 def tiny_llama(
     batch_size: int,
     *,
@@ -199,62 +304,74 @@ def tiny_llama(
     )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(config).to("cuda", torch.float16).eval()
-    try:
-        cache = transformers.StaticCache(config=config, max_cache_len=max_len)
-    except TypeError:  # transformers before 5 took batch size, device and dtype up front
-        cache = transformers.StaticCache(
-            config=config,
-            max_batch_size=batch_size,
-            max_cache_len=max_len,
-            device="cuda",
-            dtype=torch.float16,
-        )
-    prompt_len = 16
-    prompt = torch.randint(0, vocab, (batch_size, prompt_len), device="cuda")
-    token = torch.zeros(batch_size, 1, dtype=torch.long, device="cuda")
-    position = torch.tensor([prompt_len], device="cuda")
-    logits = torch.empty(batch_size, 1, vocab, device="cuda", dtype=torch.float16)
-
-    def prefill() -> None:
-        with torch.no_grad():
-            model(
-                input_ids=prompt,
-                past_key_values=cache,
-                use_cache=True,
-                cache_position=torch.arange(prompt_len, device="cuda"),
-            )
-
-    def run() -> None:
-        with torch.no_grad():
-            out = model(
-                input_ids=token,
-                past_key_values=cache,
-                use_cache=True,
-                cache_position=position,
-                position_ids=position.expand(batch_size, 1),
-            )
-        logits.copy_(out.logits)
-
-    def state() -> list[Any]:
-        # Every tensor the cache holds, counters included: StaticCache advances a device-side
-        # length on every step whatever cache_position says (DESIGN.md), so timed replays
-        # restore it. transformers 5 allocates them lazily, at prefill.
-        found = []
-        for layer in getattr(cache, "layers", []):
-            found += [v for v in vars(layer).values() if torch.is_tensor(v)]
-        return found
-
-    return Step(
-        run=run,
-        inputs={"input_ids": token, "cache_position": position},
-        outputs={"logits": logits},
-        state=state,
-        prefill=prefill,
-        model=model,
+    return causal_lm(
+        model,
+        batch_size,
+        max_len=max_len,
         description=f"tiny-llama: transformers LlamaForCausalLM, {layers} layers, "
         f"hidden {hidden}, {heads} heads, vocab {vocab}, fp16, random "
         f"weights, StaticCache {max_len}",
     )
+
+
+#: ``--model hf:PATH``: a Hugging Face model folder.
+HF_PREFIX = "hf:"
+_HALF = ("float16", "bfloat16")
+
+
+@functools.cache
+def huggingface(path: str) -> Callable[[int], Step]:
+    """A factory for the causal LM saved in folder ``path`` (what ``save_pretrained`` writes).
+
+    With weights there (``*.safetensors`` or ``pytorch_model*.bin``) they are loaded; with
+    only ``config.json`` the weights are random. The model runs in the dtype its config names
+    when that is float16 or bfloat16, else in float16. It is loaded once, on the first call,
+    and each batch size gets its own cache and buffers.
+    """
+    folder = Path(path).expanduser()
+    loaded: list[Any] = []
+
+    def load() -> Any:
+        if not (folder / "config.json").is_file():
+            raise CaptureError(
+                f"{folder}: no config.json there; --model hf:PATH takes a folder written by "
+                "save_pretrained (config.json, and the weights if any)"
+            )
+        torch = require("torch")
+        transformers = require("transformers")
+        try:
+            config = transformers.AutoConfig.from_pretrained(folder)
+            named = str(getattr(config, "dtype", None) or "").removeprefix("torch.")
+            dtype = getattr(torch, named) if named in _HALF else torch.float16
+            auto = transformers.AutoModelForCausalLM
+            weights = any(folder.glob("*.safetensors")) or any(folder.glob("pytorch_model*.bin"))
+            if weights:
+                model = auto.from_pretrained(folder, dtype=dtype)
+            else:
+                torch.manual_seed(0)
+                model = auto.from_config(config)
+        except (ValueError, OSError, KeyError) as exc:
+            raise CaptureError(
+                f"{folder}: transformers cannot load it as a causal LM: {exc}"
+            ) from None
+        return model.to("cuda", dtype).eval(), weights, dtype
+
+    def factory(batch_size: int) -> Step:
+        if not loaded:
+            loaded.append(load())
+        model, weights, dtype = loaded[0]
+        max_len = min(256, getattr(model.config, "max_position_embeddings", 256) or 256)
+        return causal_lm(
+            model,
+            batch_size,
+            prompt_len=min(16, max_len // 2),
+            max_len=max_len,
+            description=f"{folder.name}: transformers {type(model).__name__}, "
+            f"{'its weights' if weights else 'random weights'}, "
+            f"{str(dtype).removeprefix('torch.')}, StaticCache {max_len}",
+        )
+
+    return factory
 
 
 def tiny_gpt_parallel(batch_size: int) -> Step:
@@ -273,10 +390,14 @@ def resolve(spec: str) -> Callable[[int], Step]:
     """A factory from a built-in name or ``package.module:function``."""
     if spec in BUILTIN:
         return BUILTIN[spec]
+    if spec.startswith(HF_PREFIX) and spec[len(HF_PREFIX) :]:
+        return huggingface(spec[len(HF_PREFIX) :])
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         names = ", ".join(BUILTIN)
-        raise CaptureError(f"unknown model {spec!r}: use one of {names} or package.module:factory")
+        raise CaptureError(
+            f"unknown model {spec!r}: use one of {names}, hf:PATH or package.module:factory"
+        )
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

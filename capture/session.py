@@ -14,6 +14,7 @@ folder's ``manifest.jsonl`` saying how they were made.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gc
 import json
@@ -22,7 +23,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,9 @@ from graphscope.model import node_key
 
 from . import failure, introspect
 from ._cuda import check, driver, require
-from .attribution import Attribution
+from .attribution import Attribution, library_paths, module_path
 from .environment import device_info, versions
-from .models import Step, resolve
+from .models import HF_PREFIX, Step, resolve
 from .pointers import PointerMap, Region
 from .timing import State, timed_eager, timed_replays, traced_run
 from .update import driver_update
@@ -74,7 +75,8 @@ def _pointer_map(torch: Any, buffers: Mapping[str, Any], model: Any = None) -> P
     if model is not None:
         for name, t in list(model.named_parameters()) + list(model.named_buffers()):
             if t.is_cuda:
-                regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{name}"))
+                path = module_path(name)
+                regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{path}"))
     segments = [
         Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
         for i, s in enumerate(torch.cuda.memory_snapshot())
@@ -192,6 +194,26 @@ def capture_step(
     return graph, times, attribution
 
 
+@contextlib.contextmanager
+def _phase(torch: Any, stem: str, phase: str, say: Progress) -> Iterator[None]:
+    """Say ``phase``; an error in it from the GPU or the model's code becomes one CaptureError.
+
+    Errors raised in graphscope's own code, with no frame of the user's, keep their
+    traceback: they are bugs to report.
+    """
+    say(f"{stem}: {phase}")
+    try:
+        yield
+    except CaptureError:
+        raise
+    except Exception as exc:
+        cause = failure.first_error(exc)
+        site = failure.user_site(failure.frames_of(cause.__traceback__), library_paths(torch))
+        if site.file is None and not failure.is_cuda_error(cause):
+            raise
+        raise CaptureError(failure.phase_failed(stem, phase, exc, site)) from exc
+
+
 def _generator_states(torch: Any) -> list[Any]:
     """Copies of each CUDA generator's state, taken before a capture begins."""
     return [gen.clone_state() for gen in torch.cuda.default_generators]
@@ -303,6 +325,9 @@ ModelSpec = str | Callable[[int], Step]
 
 
 def _stem(name: str) -> str:
+    """The file-name stem for a model spec; ``hf:PATH`` is named by the folder's name."""
+    if name.startswith(HF_PREFIX):
+        name = "hf-" + Path(name[len(HF_PREFIX) :]).expanduser().name
     return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "model"
 
 
@@ -364,19 +389,19 @@ def _capture(
     out.mkdir(parents=True, exist_ok=True)
     name = _model_name(model)
     stem = f"{_stem(name)}-b{batch_size}"
-    say(f"{stem}: building the model")
-    step = _build_step(model, batch_size)
+    with _phase(torch, stem, "building the model", say):
+        step = _build_step(model, batch_size)
     sync = torch.cuda.synchronize
     phases: dict[str, float] = {}
     prefill: dict[str, Any] | None = None
     if step.prefill is not None:
-        say(f"{stem}: prefill (eager, traced)")
-        wall, records = traced_run(step.prefill, sync)
+        with _phase(torch, stem, "prefill (eager, traced)", say):
+            wall, records = traced_run(step.prefill, sync)
         phases["prefill_s"] = wall
         prefill = {"wall_us": wall * 1e6, **eager_summary(encode_eager_trace(records))}
-    state = State(step.state())
-    say(f"{stem}: warming up and capturing")
-    graph, times, attribution = capture_step(torch, step, warmup, what=stem)
+    with _phase(torch, stem, "warming up and capturing", say):
+        state = State(step.state(), step.reset, step.capacity)
+        graph, times, attribution = capture_step(torch, step, warmup, what=stem)
     phases.update(times)
     pool_bytes = _pool_bytes(torch, graph)
     state.restore()
@@ -393,13 +418,13 @@ def _capture(
             f"{stem}: {G.number_of_nodes()} nodes ({kernels} kernels, {labelled} attributed); "
             f"timing up to {replays} replays without and with tracing"
         )
-        timing = _time_replays(G, graph.replay, sync, state, replays)
-        say(f"{stem}: timing and tracing the same step eagerly")
-        with torch.no_grad():
+        with _phase(torch, stem, "timing the replays", lambda _msg: None):
+            timing = _time_replays(G, graph.replay, sync, state, replays)
+        with _phase(torch, stem, "timing and tracing the same step eagerly", say), torch.no_grad():
             eager_us, eager_cpu_us = timed_eager(step.run, sync, state, min(replays, 50))
             state.restore()
             _, records = traced_run(step.run, sync, state.restore)
-        state.restore()
+            state.restore()
         trace = encode_eager_trace(records)
         joined = join_eager(G, trace)
         for key, entry in joined.nodes.items():

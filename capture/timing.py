@@ -9,8 +9,9 @@ from typing import Any
 from ._cuda import cupti, require
 from .trace import EAGER_KINDS, ActivityTrace
 
-# Restore the step's mutable state this often during timed replays: a Hugging Face StaticCache
-# overruns after (max_cache_len - prompt) replays without it (DESIGN.md).
+# Restore the step's mutable state at least this often during timed replays: a Hugging Face
+# StaticCache overruns after (max_cache_len - prompt) replays without it (DESIGN.md), and a step
+# with a smaller Step.capacity is restored more often.
 RESTORE_EVERY = 50
 # Traced replays run before the timed ones: the first launches after tracing starts carry
 # CUPTI's setup of the executable graph (18% against 29% overhead on a 10,000-node graph).
@@ -18,15 +19,28 @@ TRACE_WARMUP = 2
 
 
 class State:
-    """Snapshot of a step's mutable tensors, restored in place."""
+    """Snapshot of a step's mutable tensors, restored in place.
 
-    def __init__(self, tensors: list[Any]) -> None:
+    ``reset`` puts back what the step keeps outside tensors, after each restore; ``every`` is
+    how many steps may run between restores (``Step.capacity``, at most RESTORE_EVERY).
+    """
+
+    def __init__(
+        self,
+        tensors: list[Any],
+        reset: Callable[[], Any] | None = None,
+        capacity: int | None = None,
+    ) -> None:
         self.tensors = tensors
         self.saved = [t.detach().clone() for t in tensors]
+        self.reset = reset
+        self.every = max(1, min(RESTORE_EVERY, capacity or RESTORE_EVERY))
 
     def restore(self) -> None:
         for tensor, saved in zip(self.tensors, self.saved, strict=True):
             tensor.copy_(saved)
+        if self.reset is not None:
+            self.reset()
 
 
 def timed_replays(
@@ -50,7 +64,7 @@ def timed_replays(
         while done < count:
             state.restore()
             sync()
-            batch = min(RESTORE_EVERY, count - done)
+            batch = min(state.every, count - done)
             start = time.perf_counter()
             for _ in range(batch):
                 t0 = time.perf_counter_ns()
@@ -64,6 +78,8 @@ def timed_replays(
         run()
         return wall, cpu, []
     with ActivityTrace() as tracer:
+        state.restore()  # the warm-up replays count against the state's capacity too
+        sync()
         for _ in range(TRACE_WARMUP):
             replay()
         sync()

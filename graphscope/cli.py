@@ -391,7 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument(
         "--model",
         required=True,
-        help="tiny-gpt, tiny-gpt-parallel (two streams), tiny-llama, or package.module:factory",
+        help="tiny-gpt, tiny-gpt-parallel (two streams), tiny-llama, hf:FOLDER (a Hugging "
+        "Face causal LM saved with save_pretrained), or package.module:factory",
     )
     capture.add_argument(
         "--batch-sizes",

@@ -81,3 +81,37 @@ def breaking_line(factory: str) -> int:
     forward = {"breaks_item": _item, "breaks_sync": _sync, "breaks_cpu_tensor": _cpu_tensor}
     lines, start = inspect.getsourcelines(forward[factory])
     return next(start + i for i, text in enumerate(lines) if "# breaks capture" in text)
+
+
+def compiled_parts(batch: int) -> tuple[Any, Any, Any]:
+    """A small RMSNorm/SwiGLU stack run through ``torch.compile``: (compiled model, x, run)."""
+    import torch
+
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = torch.nn.RMSNorm(256)
+            self.gate = torch.nn.Linear(256, 1024, bias=False)
+            self.up = torch.nn.Linear(256, 1024, bias=False)
+            self.down = torch.nn.Linear(1024, 256, bias=False)
+
+        def forward(self, x: Any) -> Any:
+            h = self.norm(x)
+            return x + self.down(torch.nn.functional.silu(self.gate(h)) * self.up(h))
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(Block(), Block()).to("cuda", torch.float16).eval()
+    compiled = torch.compile(model)
+    x = torch.randn(batch, 256, device="cuda", dtype=torch.float16)
+    out = torch.empty_like(x)
+
+    def run() -> None:
+        with torch.no_grad():
+            out.copy_(compiled(x))
+
+    return compiled, x, run
+
+
+def compiled(batch: int) -> Step:
+    model, x, run = compiled_parts(batch)
+    return Step(run=run, inputs={"x": x}, model=model, description="torch.compile'd stack")

@@ -86,6 +86,9 @@ def test_describe_is_one_line_with_op_module_line_and_advice() -> None:
 def test_root_module_and_unknown_places_read_as_words() -> None:
     assert failure.FailureSite(module="").where() == "in the model itself"
     assert failure.FailureSite().where() == "an unknown place"
+    assert failure.FailureSite(module="").after_failed() == " in the model itself"
+    assert failure.FailureSite(op="aten::mm").after_failed() == " at aten::mm"
+    assert failure.FailureSite().after_failed() == ""
 
 
 def test_hints_cover_the_capture_errors_met_on_the_gpu() -> None:
@@ -121,3 +124,78 @@ def test_a_factory_that_returns_no_step_is_told_so() -> None:
         session._build_step(my_factory, 1)  # type: ignore[arg-type]
     assert session._stem(session._model_name(my_factory)).endswith("my_factory")
     assert session._stem("pkg.models:make") == "pkg-models-make"
+
+
+def test_hf_models_are_named_by_their_folder_and_a_missing_folder_is_told(tmp_path) -> None:
+    from graphscope.capture import models, session
+
+    from graphscope.errors import CaptureError
+
+    assert session._stem("hf:/models/Qwen3-0.6B") == "hf-Qwen3-0-6B"
+    assert session._stem("hf:~/ckpt/my-llama/") == "hf-my-llama"
+    factory = models.resolve(f"hf:{tmp_path}")
+    assert models.resolve(f"hf:{tmp_path}") is factory  # loaded once for every batch size
+    with pytest.raises(CaptureError, match=r"no config\.json there; --model hf:PATH takes"):
+        factory(1)
+    with pytest.raises(CaptureError, match=r"hf:PATH or package\.module:factory"):
+        models.resolve("qwen3")
+
+
+def test_compiled_modules_keep_the_paths_of_the_module_they_wrap() -> None:
+    from graphscope.capture.attribution import module_path
+
+    # torch.compile(model) is an OptimizedModule whose child _orig_mod is the model itself.
+    assert module_path("_orig_mod") == ""
+    assert module_path("_orig_mod.layers.0.mlp") == "layers.0.mlp"
+    assert module_path("layers.3._orig_mod.attn") == "layers.3.attn"  # one compiled layer
+    assert module_path("model.layers.1") == "model.layers.1"
+
+
+def test_an_error_after_capture_names_its_phase_and_a_device_assert_says_the_context_is_lost():
+    exc = RuntimeError("CUDA error: device-side assert triggered\nCUDA kernel errors might be")
+    text = failure.phase_failed("m-b1", "timing the replays", exc, failure.FailureSite())
+    assert text.startswith("m-b1: timing the replays failed: RuntimeError: CUDA error: device-")
+    assert "past the end of its KV cache" in text and "context is lost" in text
+    assert text.endswith("nothing was saved for m-b1") and "\n" not in text
+    assert failure.is_cuda_error(exc) and not failure.is_cuda_error(ValueError("shape"))
+    site = failure.FailureSite(file="model.py", line=3, function="forward", code="x = y @ z")
+    text = failure.phase_failed("m-b1", "prefill (eager, traced)", ValueError("bad"), site)
+    assert text == (
+        "m-b1: prefill (eager, traced) failed at model.py:3 in forward: x = y @ z: "
+        "ValueError: bad; nothing was saved for m-b1"
+    )
+
+
+class _Tensor:
+    """Stands in for a state tensor: counts the restores copied into it."""
+
+    def __init__(self) -> None:
+        self.restores = 0
+
+    def detach(self) -> _Tensor:
+        return self
+
+    def clone(self) -> _Tensor:
+        return self
+
+    def copy_(self, other: object) -> None:
+        self.restores += 1
+
+
+def test_replays_restore_the_state_within_its_capacity_and_reset_what_is_not_a_tensor() -> None:
+    from graphscope.capture.timing import RESTORE_EVERY, State, timed_replays
+
+    tensor, resets, since = _Tensor(), [], [0]
+
+    def replay() -> None:
+        since[0] += 1
+        assert since[0] <= 7, "ran past the state's capacity"
+
+    def reset() -> None:
+        resets.append(1)
+        since[0] = 0
+
+    state = State([tensor], reset, capacity=7)
+    _, cpu, _ = timed_replays(replay, lambda: None, state, 30, trace=False)
+    assert len(cpu) == 30 and tensor.restores == len(resets) == 5  # 7 + 7 + 7 + 7 + 2
+    assert State([], capacity=None).every == RESTORE_EVERY == State([], capacity=999).every

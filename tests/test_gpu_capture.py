@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -148,3 +149,70 @@ def test_the_capture_docs_examples_run(tmp_path: Path, monkeypatch: pytest.Monke
     assert {d["attribution"]["module"] for d in kernels} >= {"0", "1", "2"}
     assert G.graph["parity"]["ok"]
     assert (tmp_path / "bundles" / "engine.json.gz").exists()
+
+
+def test_a_compiled_model_is_captured_as_it_runs_compiled(tmp_path: Path) -> None:
+    """Attribution must not make torch.compile fall back to eager kernels during capture."""
+    pytest.importorskip("triton")
+    import gpu_models
+    import torch
+    from graphscope.capture import session
+
+    def kernel_names(G: Any) -> list[str]:
+        return sorted(d["name"] for _, d in G.nodes(data=True) if d["type"] == "KERNEL")
+
+    G = graphscope.load(session.capture_to_bundle(gpu_models.compiled, 1, tmp_path, replays=20))
+    # The same compiled model captured by hand, without graphscope's hooks, is the truth.
+    _, _, run = gpu_models.compiled_parts(1)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        run()
+    truth = graphscope.load(session.inspect_graph(graph, tmp_path, name="by-hand", replays=5))
+    assert kernel_names(G) == kernel_names(truth)
+    assert any("triton" in name for name in kernel_names(G))
+    kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    assert all(d["replay"]["count"] == 20 for d in kernels)
+    for data in kernels:
+        label = data["attribution"]
+        assert label["module"] == ""  # compiled code runs no module hooks: the model itself
+        assert label["file"].endswith("gpu_models.py")
+    assert any((d["attribution"]["op"] or "").startswith("aten::mm") for d in kernels)
+    named = {p["buffer"] for d in kernels for p in d.get("pointers", []) if "buffer" in p}
+    assert any(name.startswith("param:0.") for name in named)  # not param:_orig_mod.0.
+
+
+def test_a_hugging_face_folder_is_captured_with_and_without_weights(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Qwen3Config(
+        vocab_size=2048,
+        hidden_size=256,
+        intermediate_size=768,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        max_position_embeddings=512,
+    )
+    transformers.Qwen3ForCausalLM(config).save_pretrained(tmp_path / "with-weights")
+    config.save_pretrained(tmp_path / "config-only")
+    for folder in ("with-weights", "config-only"):
+        out = tmp_path / f"out-{folder}"
+        spec = f"hf:{tmp_path / folder}"
+        args = ["capture", "--model", spec, "--batch-sizes", "2", "--out", str(out)]
+        assert main([*args, "--replays", "30"]) == 0
+        G = graphscope.load(out / f"hf-{folder}-b2.json.gz")
+        kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+        assert len(kernels) > 50
+        assert all(d["replay"]["count"] == 30 for d in kernels)
+        assert all(d["attribution"]["op"].startswith("aten::") for d in kernels)
+        modules = {d["attribution"]["module"] for d in kernels}
+        assert "model.layers.1.self_attn.o_proj" in modules
+        assert G.graph["parity"]["ok"]
+        assert ("its weights" in G.graph["model_description"]) == (folder == "with-weights")
+        assert "Qwen3ForCausalLM" in G.graph["model_description"]
