@@ -108,6 +108,15 @@ def test_short_kernels_are_those_under_their_eager_launch(llama: nx.DiGraph) -> 
     ]
     assert set(short.nodes).isdisjoint(longer) and len(short.nodes) + len(longer) == 211
     assert short.details[0].startswith("model.layers.")
+    assert "torch.compile" in short.fix
+
+
+def test_a_compiled_step_is_not_told_to_compile(llama: nx.DiGraph) -> None:
+    G = llama.copy()
+    first = next(k for k, d in G.nodes(data=True) if d["type"] == "KERNEL")
+    G.nodes[first]["name"] = "triton_poi_fused_mul_silu_1"  # as Inductor names its kernels
+    [short] = [f for f in findings(G) if f.code == "short-kernel"]
+    assert "already compiled" in short.fix and "torch.compile" not in short.fix
 
 
 def test_qkv_projections_are_found_as_serialised_independent_work(llama: nx.DiGraph) -> None:

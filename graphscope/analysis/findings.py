@@ -230,12 +230,32 @@ def short_kernels(G: nx.DiGraph, index: Index) -> list[Finding]:
             "The graph removes their launch cost, but each still costs a scheduling slot on "
             "the GPU and a write and read of its operands in memory; chains of them are what "
             "kernel fusion removes.",
-            "Fuse the runs (torch.compile, or a fused kernel such as a fused RMSNorm or rotary "
-            "embedding); below, the runs of one module, most time first.",
+            _fusion_fix(G),
             cost_us=sum(short.values()),
             details=details,
         )
     ]
+
+
+def _fusion_fix(G: nx.DiGraph) -> str:
+    """What to do about short kernels: compile the step, unless it already is."""
+    compiled = any(
+        data.get("type") == "KERNEL" and str(data.get("name") or "").startswith("triton_")
+        for _, data in G.nodes(data=True)
+    )
+    if compiled:
+        # torch.compile's kernels are named triton_<kind>_fused_<ops>; suggesting it again helps
+        # no one (seen on the trial's compiled model, docs/CAPTURE.md).
+        return (
+            "The step is already compiled (its graph holds Inductor's Triton kernels): what is "
+            "left are library calls and the fusions Inductor chose; fewer, larger kernels need "
+            "a larger batch per step or hand-fused kernels. Below, the runs of one module, most "
+            "time first."
+        )
+    return (
+        "Fuse the runs (torch.compile, or a fused kernel such as a fused RMSNorm or rotary "
+        "embedding); below, the runs of one module, most time first."
+    )
 
 
 def _bytes(data: dict[str, Any]) -> int | None:
