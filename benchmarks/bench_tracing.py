@@ -12,7 +12,13 @@ records under the settings CUPTI offers:
   system, where the GPU has one);
 - ``buffer-128mb``: a device record buffer four times larger;
 - ``preallocate``: device buffers and profiling semaphores allocated before the first replay,
-  and a semaphore pool sized for every traced kernel of a timed run.
+  and a semaphore pool sized for every traced kernel of a timed run;
+- ``preallocate-buffers``: only the device buffers allocated up front (the one of those
+  attributes the H200 accepted);
+- ``serial-kernel``: replays traced with the ``KERNEL`` activity (kernels serialised) instead of
+  ``CONCURRENT_KERNEL``; a decode graph captured on one stream is serial anyway. Its overhead
+  is low (1% on tiny-llama b1), but on the H200 its records are no timings: kernels with zero
+  durations, no record for memcpy nodes, GPU spans of a raw timestamp (docs/CAPTURE.md).
 
 Each variant captures a step of ``--nodes`` in-place adds (about 1 us each, the worst case) and
 the tiny-llama b1 decode step, ``--repeats`` times; the overhead is the medians of those.
@@ -29,7 +35,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-VARIANTS = ("default", "hw-trace", "buffer-128mb", "preallocate")
+VARIANTS = (
+    "default",
+    "hw-trace",
+    "buffer-128mb",
+    "preallocate",
+    "preallocate-buffers",
+    "serial-kernel",
+)
 
 
 def _apply(variant: str) -> None:
@@ -44,6 +57,11 @@ def _apply(variant: str) -> None:
         return
     if variant == "default":
         return
+    if variant == "serial-kernel":
+        # Replays are traced with ActivityTrace's default kinds; the eager trace keeps its own.
+        serial = tuple("KERNEL" if k == "CONCURRENT_KERNEL" else k for k in trace.GPU_KINDS)
+        trace.ActivityTrace.__init__.__defaults__ = (serial,)
+        return
     enter = trace.ActivityTrace.__enter__
     done = False
 
@@ -57,6 +75,8 @@ def _apply(variant: str) -> None:
                 trace._set_size_attribute(attr.ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, 4)
                 trace._set_size_attribute(attr.ATTR_PROFILING_SEMAPHORE_POOL_SIZE, 1 << 18)
                 trace._set_size_attribute(attr.ATTR_PROFILING_SEMAPHORE_PRE_ALLOCATE_VALUE, 4)
+            elif variant == "preallocate-buffers":
+                trace._set_size_attribute(attr.ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, 4)
         return enter(self)
 
     trace.ActivityTrace.__enter__ = first_enter  # type: ignore[method-assign]
