@@ -130,6 +130,13 @@ def _links(G: nx.DiGraph, keys: list[str], title: str) -> list[Any]:
     return [html.Div([html.Span(f"{title}: "), *buttons, *more])]
 
 
+def _module_text(module: Any) -> str:
+    """The module row: its path, or words for the model itself ("") and for no module (None)."""
+    if module is None:
+        return "(outside any module)"
+    return module or "(the model itself)"
+
+
 def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list[Any]:
     """The panel's children for node ``key``; ``groups``: the open groups it can fold into."""
     data = G.nodes[key]
@@ -153,12 +160,7 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
             html.H4("Made by"),
             _table(
                 [
-                    (
-                        "module",
-                        origin.get("module")
-                        if origin.get("module") is not None
-                        else "(outside any module)",
-                    ),
+                    ("module", _module_text(origin.get("module"))),
                     ("op", origin.get("op") or "-"),
                     (
                         "source",

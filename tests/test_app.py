@@ -153,6 +153,13 @@ def test_node_panel_shows_launch_timing_origin_arguments_and_neighbours() -> Non
     assert before in text
 
 
+def test_node_panel_says_in_words_when_the_model_itself_or_no_module_made_a_node() -> None:
+    G = graphscope.load(LLAMA.parent / "tiny-gpt-b1.json.gz")
+    by_module = {d["attribution"]["module"]: k for k, d in G.nodes(data=True)}
+    assert "(the model itself)" in _text(node_panel(G, by_module[""]))  # TinyGPT.forward's own
+    assert "(outside any module)" in _text(node_panel(G, by_module[None]))  # the step's copy
+
+
 def test_search_takes_a_regex_or_plain_text() -> None:
     G = graphscope.load(LLAMA)
     found, warning = server._matches(G, r"o_proj$")
