@@ -36,6 +36,8 @@ TYPE_COLOURS = {
 }
 #: Traces before the node traces: the edges, drawn first so that nodes sit on top.
 EDGE_TRACES = 1
+# Row labels closer than this (10 px text) overlap; only rows this far apart are labelled.
+LABEL_LINE_PX = 13
 _HEAD = 0.28  # how far short of its target an edge stops, in node spacings, for the arrowhead
 
 
@@ -262,17 +264,7 @@ def build_figure(
     )
     fig = go.Figure(traces)
     width = max((x for x, _ in lay.pos.values()), default=0.0)
-    annotations = [
-        {
-            "x": -0.8,
-            "y": row["y"],
-            "text": escape(row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"),
-            "showarrow": False,
-            "xanchor": "right",
-            "font": {"size": 10, "color": "#555555"},
-        }
-        for row in lay.rows
-    ]
+    height = max(360, min(760, 70 * (len(lay.rows) + 1)))
     fig.update_layout(
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         plot_bgcolor="white",
@@ -281,10 +273,38 @@ def build_figure(
         hovermode="closest",
         uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
         legend={"orientation": "h", "y": 1.02, "x": 0},
-        annotations=annotations if len(annotations) <= 400 else [],
+        annotations=row_labels(lay, height),
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-14, width + 1]},
         yaxis={"visible": False, "autorange": "reversed"},
-        height=max(360, min(760, 70 * (len(lay.rows) + 1))),
+        height=height,
     )
     return fig
+
+
+def row_labels(lay: Layout, height: int) -> list[dict[str, Any]]:
+    """A label for each row, but none closer than a line of text below the last one drawn.
+
+    The figure is at most 760 px high; at 10,000 nodes a hundred rows share it, and every label
+    drawn would overlap its neighbours. The rows left out still say what they are on hover.
+    """
+    span = max((y for _, y in lay.pos.values()), default=0.0) + 1
+    gap = span * LABEL_LINE_PX / max(height - 40, 1)  # y units per line of label text
+    out: list[dict[str, Any]] = []
+    last = -math.inf
+    for row in lay.rows:
+        if row["y"] - last < gap:
+            continue
+        last = row["y"]
+        label = row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"
+        out.append(
+            {
+                "x": -0.8,
+                "y": row["y"],
+                "text": escape(label),
+                "showarrow": False,
+                "xanchor": "right",
+                "font": {"size": 10, "color": "#555555"},
+            }
+        )
+    return out

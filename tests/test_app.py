@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -374,3 +375,19 @@ def test_webgl_edges_join_chains_and_draw_every_edge_once() -> None:
         assert sorted(segments) == sorted(expected)
         # A chain is one line: far fewer points than three per edge.
         assert len(trace.x) < 2 * G.number_of_edges()
+
+
+def test_row_labels_never_overlap_and_a_small_graph_labels_every_row() -> None:
+    from graphscope.app.figure import LABEL_LINE_PX, row_labels
+
+    small = layout(graphscope.load(LLAMA))
+    assert len(row_labels(small, 760)) == len(small.rows)
+    chain = nx.path_graph(12_000, create_using=nx.DiGraph)
+    for i, data in chain.nodes(data=True):
+        data.update(graph_id=1, local_id=i, type="KERNEL")
+    big = layout(chain, row_levels=40)
+    labels = row_labels(big, 760)
+    assert 10 < len(labels) < len(big.rows)
+    span = max(y for _, y in big.pos.values()) + 1
+    gaps = [(b["y"] - a["y"]) * (760 - 40) / span for a, b in itertools.pairwise(labels)]
+    assert min(gaps) >= LABEL_LINE_PX  # pixels between neighbouring labels at first paint
