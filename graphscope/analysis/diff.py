@@ -18,7 +18,7 @@ from typing import Any
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name, replay_median
+from ..model import creation_order, display_name, replay_median
 from .eager import common_ends
 from .update import UpdateVerdict, update_verdict
 
@@ -85,9 +85,8 @@ def _identity(data: dict[str, Any]) -> tuple[Any, ...]:
 
 def _ordered_graphs(G: nx.DiGraph) -> list[list[str]]:
     by_graph: dict[int, list[str]] = defaultdict(list)
-    ranked = sorted((d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True))
-    for gid, _, key in ranked:
-        by_graph[int(gid)].append(key)
+    for graph_id, _, key in creation_order(G):
+        by_graph[int(graph_id)].append(key)
     # Root graphs first, then child graphs, each in graph id order.
     order = sorted(by_graph, key=lambda g: (G.nodes[by_graph[g][0]].get("parent") is not None, g))
     return [by_graph[g] for g in order]

@@ -7,14 +7,14 @@ Rules that need timing or pointers stay silent on graphs without them (DOT dumps
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name, origin_of, replay_median
+from ..model import creation_order, display_name, origin_of, replay_median
 from .summary import parity_lines
 
 #: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
@@ -48,12 +48,7 @@ class Index:
     """
 
     def __init__(self, G: nx.DiGraph) -> None:
-        # Graph order: by graph, then by creation (local id); sorting tuples is 10x faster at
-        # 100k nodes than sorting keys with a key function.
-        ranked = sorted(
-            (d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True)
-        )
-        self.order = [k for _, _, k in ranked]
+        self.order = [key for _, _, key in creation_order(G)]
         self.rank = {k: i for i, k in enumerate(self.order)}
         self.succ = dict(G.adjacency())  # the adjacency dicts themselves: no view per lookup
         self.indegree = dict(G.in_degree())
@@ -230,19 +225,16 @@ def short_kernels(G: nx.DiGraph, index: Index) -> list[Finding]:
             "The graph removes their launch cost, but each still costs a scheduling slot on "
             "the GPU and a write and read of its operands in memory; chains of them are what "
             "kernel fusion removes.",
-            _fusion_fix(G),
+            _fusion_fix(G, short),
             cost_us=sum(short.values()),
             details=details,
         )
     ]
 
 
-def _fusion_fix(G: nx.DiGraph) -> str:
-    """What to do about short kernels: compile the step, unless it already is."""
-    compiled = any(
-        data.get("type") == "KERNEL" and str(data.get("name") or "").startswith("triton_")
-        for _, data in G.nodes(data=True)
-    )
+def _fusion_fix(G: nx.DiGraph, short: Iterable[str]) -> str:
+    """What to do about the ``short`` kernels: compile the step, unless it already is."""
+    compiled = any(str(G.nodes[key].get("name") or "").startswith("triton_") for key in short)
     if compiled:
         # torch.compile's kernels are named triton_<kind>_fused_<ops>; suggesting it again helps
         # no one (seen on the trial's compiled model, docs/CAPTURE.md).
