@@ -77,14 +77,15 @@ def timed_replays(
     if not trace:
         run()
         return wall, cpu, []
+    warmup = min(TRACE_WARMUP, state.every)  # they count against the state's capacity too
     with ActivityTrace() as tracer:
-        state.restore()  # the warm-up replays count against the state's capacity too
+        state.restore()
         sync()
-        for _ in range(TRACE_WARMUP):
+        for _ in range(warmup):
             replay()
         sync()
         run()
-    return wall, cpu, _drop_first(tracer.records, TRACE_WARMUP)
+    return wall, cpu, _drop_first(tracer.records, warmup)
 
 
 def _drop_first(records: list[dict[str, Any]], skip: int) -> list[dict[str, Any]]:
