@@ -77,7 +77,11 @@ def _render_timing(s: dict[str, Any], w: Any) -> None:
             if len(diffs) > 10:
                 w(f"    ... {len(diffs) - 10} more (--json for all)\n")
     if s.get("attributed_nodes"):
-        w(f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes have module and op\n")
+        w(
+            f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes labelled, "
+            f"{s['attributed_with_module']} inside a module, {s['attributed_with_op']} with an "
+            "aten op\n"
+        )
 
 
 def render_summary(path: str, s: dict[str, Any], out: TextIO, top: int = 25) -> None:

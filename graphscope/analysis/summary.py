@@ -85,7 +85,9 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         kernels.values(), key=lambda k: (-(k["replay_us"] or 0.0), -k["count"], k["short_name"])
     )
     roots = [g for g in graphs if g["parent"] is None]
-    attributed = sum(1 for _, d in G.nodes(data=True) if isinstance(d.get("attribution"), dict))
+    labels = [
+        d["attribution"] for _, d in G.nodes(data=True) if isinstance(d.get("attribution"), dict)
+    ]
     timed = [m for m in (replay_median(d) for _, d in G.nodes(data=True)) if m is not None]
     return {
         "nodes": G.number_of_nodes(),
@@ -100,7 +102,11 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         "timing": G.graph.get("timing"),
         "eager": G.graph.get("eager_summary"),
         "parity": _parity(G.graph.get("parity")),
-        "attributed_nodes": attributed,
+        "attributed_nodes": len(labels),
+        # Not every label names both: code of the step outside the model has no module, and
+        # a torch.compile'd step's Triton kernels have no aten op.
+        "attributed_with_module": sum(1 for label in labels if label.get("module") is not None),
+        "attributed_with_op": sum(1 for label in labels if label.get("op")),
         "metadata": {
             k: v
             for k, v in G.graph.items()
