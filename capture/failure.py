@@ -149,6 +149,12 @@ def hint(exc: BaseException) -> str | None:
     return None
 
 
+def _first_line(exc: BaseException) -> str:
+    """The first line of an error's message (CUDA errors add lines of advice), or its type."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def is_cuda_error(exc: BaseException) -> bool:
     """Whether the GPU raised it (a CUDA error surfacing through torch), not Python code."""
     return type(exc).__name__ == "AcceleratorError" or "CUDA error" in str(exc)
@@ -157,7 +163,7 @@ def is_cuda_error(exc: BaseException) -> bool:
 def phase_failed(what: str, phase: str, exc: BaseException, site: FailureSite) -> str:
     """One line for an error after capture began: in the model's code, or on the GPU."""
     cause = first_error(exc)
-    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    message = _first_line(cause)
     text = f"{what}: {phase} failed{site.after_failed()}: {type(cause).__name__}: {message}"
     if "device-side assert" in message:
         text += (
@@ -173,7 +179,7 @@ def phase_failed(what: str, phase: str, exc: BaseException, site: FailureSite) -
 def describe(what: str, exc: BaseException, site: FailureSite) -> str:
     """One line: what failed, where, the first error, and what to do."""
     cause = first_error(exc)
-    message = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    message = _first_line(cause)
     text = f"capture of {what} failed{site.after_failed()}: {type(cause).__name__}: {message}"
     advice = hint(cause)
     if advice:
