@@ -1,4 +1,5 @@
-"""The report, compare and buckets pages: graphscope's analyses as tables, names as text."""
+"""The report, compare, buckets and catalog pages: graphscope's analyses as tables, names as
+text."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from dash import html
 
 from graphscope.analysis.buckets import BucketReport
 from graphscope.analysis.diff import diff
+from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
 from graphscope.text import mib, step_rows, us
+
+from .sources import RecordedRun
 
 
 def _table(head: list[str], rows: list[list[Any]], table_id: str | None = None) -> html.Table:
@@ -213,4 +217,98 @@ def buckets_page(r: BucketReport) -> list[Any]:
             )
         )
     out += [html.P(f"Note: {note}", className="muted") for note in r.notes]
+    return out
+
+
+def catalog_page(runs: list[RecordedRun]) -> list[Any]:
+    """Every graph of every recording: who captured it where, for which batch, how often it
+    ran, its share of GPU time, its memory and its history; each id opens the graph."""
+    if not runs:
+        return [
+            html.P(
+                "No recording here: graphscope record --out DIR -- python your_program.py, "
+                "then graphscope serve DIR.",
+                className="muted",
+            )
+        ]
+    out: list[Any] = []
+    head = [
+        "graph",
+        "captured by",
+        "site",
+        "batch",
+        "nodes",
+        "replays",
+        "replay (GPU)",
+        "share",
+        "pool",
+        "history",
+    ]
+    for run in runs:
+        out.append(html.H3(run.label))
+        if run.error is not None:
+            out.append(html.Div(run.error, className="error"))
+            continue
+        for rec in run.recordings:
+            r = process_report(rec)
+            share = (
+                f"; {r.eager_share_pct:.0f}% of sampled kernel time outside graphs"
+                if r.eager_share_pct is not None
+                else ""
+            )
+            out.append(
+                html.P(
+                    f"{r.label}: {r.status}, {r.graphs} graphs, {r.replays:,} replays, "
+                    f"pools {mib(r.pool_bytes)}{share}",
+                    className="process",
+                )
+            )
+            rows = []
+            for row in r.rows:
+                source = run.sources.get((rec.name, row["id"]))
+                link: Any = (
+                    html.Button(
+                        row["id"],
+                        id={"type": "open-graph", "source": source},
+                        className="link",
+                        title="open this graph",
+                    )
+                    if source is not None
+                    else row["id"]
+                )
+                site = row["site"] or "-"
+                if row["program_site"] and row["program_site"] != row["site"]:
+                    site += f" (from {row['program_site']})"
+                cells = [
+                    row["capturer"] or "-",
+                    site,
+                    row["batch"],
+                    row["nodes"],
+                    f"{row['replays']:,}",
+                    us(row["replay_us"]),
+                    f"{row['gpu_share_pct']:.1f}%" if row["gpu_share_pct"] is not None else "-",
+                    mib(row["pool_bytes"]),
+                    "; ".join(history(row)),
+                ]
+                rows.append(
+                    html.Tr([html.Td(link)] + [html.Td("" if v is None else str(v)) for v in cells])
+                )
+            if rows:
+                out.append(
+                    html.Table(
+                        [html.Tr([html.Th(h) for h in head]), *rows],
+                        className="data catalog",
+                    )
+                )
+            for note in r.notes:
+                out.append(
+                    html.Div(
+                        [
+                            html.B(f"{note.code}: "),
+                            html.Span(note.title),
+                            html.Ul([html.Li(line) for line in note.details[:8]]),
+                        ],
+                        className=f"finding {note.severity}",
+                    )
+                )
     return out

@@ -20,13 +20,14 @@ from dash import ALL, Input, Output, Patch, State, dcc, html
 
 from graphscope.analysis.buckets import bucket_report
 from graphscope.errors import GraphscopeError
+from graphscope.recording import is_recording
 
 from . import pages
 from .figure import build_figure, has_timing, node_hovers, ring_at
 from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, group_levels
 from .layout import Layout, layout
 from .panel import node_panel
-from .sources import SUFFIXES, Registry, sample_files
+from .sources import SUFFIXES, RecordedRun, Registry, sample_files, sample_recordings
 from .timeline import (
     Row,
     build_timeline,
@@ -64,6 +65,8 @@ button.link { border: none; background: none; color: #1a5fb4; cursor: pointer; p
 .pickers > * { width: 420px; }
 table.data { border-collapse: collapse; }
 table.data th, table.data td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
+table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
+.process { font-weight: 500; margin: 10px 0 4px; }
 .finding { border-left: 4px solid #999; padding: 4px 12px; margin: 8px 0; }
 .finding.warning { border-color: #d62728; } .finding.info { border-color: #1f77b4; }
 #upload { border: 1px dashed #999; border-radius: 6px; padding: 4px 10px; cursor: pointer; }
@@ -87,7 +90,36 @@ def _cards(G: nx.DiGraph) -> list[Any]:
         )
     if isinstance(eager.get("gpu_idle_pct"), (int, float)):
         cards.append(("GPU idle share (eager)", f"{eager['gpu_idle_pct']:.0f}%"))
+    life = G.graph.get("recording") if isinstance(G.graph.get("recording"), dict) else None
+    if life is not None:  # a graph recorded in its own program (graphscope record)
+        cards.append(("replays in the program", f"{life['replays']:,}"))
+        if isinstance(t.get("replay_us"), (int, float)):
+            cards.append(("replay, GPU span (median)", f"{t['replay_us']:.0f} us"))
+        if isinstance(life.get("cpu_launch_us"), (int, float)):
+            cards.append(("launch call, CPU (median)", f"{life['cpu_launch_us']:.0f} us"))
+        if life.get("batch") is not None:
+            cards.append(("batch", str(life["batch"])))
+        cards.append(("captured by", str(life.get("capturer") or "?")))
     return [html.Div([html.B(value), label], className="card") for label, value in cards]
+
+
+def _untimed(G: nx.DiGraph) -> str:
+    """Why a graph shows no timing, in the words that fit where it came from."""
+    if G.number_of_nodes() == 0:
+        return (
+            "This graph has no nodes (torch.compile's CUDA graph trees instantiate an empty "
+            "graph before the first real one)."
+        )
+    if isinstance(G.graph.get("recording"), dict):
+        return (
+            "This graph was never replayed while recorded, so it has no timing: nodes are "
+            "coloured by type."
+        )
+    return (
+        "This file has no timing (a DOT dump carries none): nodes are coloured by type. "
+        "Capture with graphscope capture, or record the program with graphscope record, to "
+        "time every node."
+    )
 
 
 def _matches(G: nx.DiGraph, text: str) -> tuple[list[str], str | None]:
@@ -127,6 +159,13 @@ def _drawn_as(levels: dict[str, list[str]], key: str, expanded: set[str]) -> str
     return key
 
 
+def opened(trigger: Any, clicks: list[Any]) -> tuple[Any, Any]:
+    """The source and page a click on a catalog link opens (nothing when none was clicked)."""
+    if not isinstance(trigger, dict) or not any(clicks or []):
+        return dash.no_update, dash.no_update  # the links were just drawn, not clicked
+    return trigger.get("source"), "graph"
+
+
 def default_grouping(source_id: str, G: nx.DiGraph) -> dict[str, Any]:
     """How a graph opens: expanded, or with every group collapsed when it is large."""
     mode = "collapsed" if G.number_of_nodes() > COLLAPSE_ABOVE else "expanded"
@@ -134,7 +173,7 @@ def default_grouping(source_id: str, G: nx.DiGraph) -> dict[str, Any]:
 
 
 _HIDDEN = {"display": "none"}
-PAGES = ("graph", "report", "compare", "buckets")
+PAGES = ("graph", "report", "compare", "buckets", "catalog")
 
 # ``rings`` once the DAG holding it (its ring trace last) is drawn in the page.
 _WHEN_PAINTED = """
@@ -187,6 +226,8 @@ def _page(
     count: str,
     rings: Any,
     bucket_files: list[dict[str, str]],
+    catalog: list[Any],
+    start: str,
 ) -> html.Div:
     """The page's components, holding the first graph as ``draw`` would have drawn it."""
     return html.Div(
@@ -235,7 +276,7 @@ def _page(
             dcc.RadioItems(
                 id="page",
                 options=[{"label": f" {name}", "value": name} for name in PAGES],
-                value="graph",
+                value=start,
                 inline=True,
                 className="pages",
             ),
@@ -270,6 +311,13 @@ def _page(
                     ),
                 ],
                 id="graph-page",
+                style=_HIDDEN if start != "graph" else {},
+            ),
+            html.Div(
+                catalog,
+                id="catalog-page",
+                className="page",
+                style=_HIDDEN if start != "catalog" else {},
             ),
             html.Div(id="report-page", className="page", style=_HIDDEN),
             html.Div(
@@ -337,9 +385,36 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     """
     registry = Registry()
     given = [Path(p) for p in paths]
-    for path in given or sample_files():
+    runs: list[RecordedRun] = []
+    if given:
+        files = [p for p in given if not is_recording(p)]
+        for path in given:
+            if is_recording(path):
+                runs.append(registry.add_recording(path, str(path)))
+    else:
+        files = sample_files()
+        runs = [registry.add_recording(p, f"sample: {p.name}") for p in sample_recordings()]
+    for path in files:
         registry.add_path(path, str(path) if given else f"sample: {path.name}")
-    folders = sorted({p.resolve().parent for p in (given or sample_files())})
+    # Graphs given as files come first in the picker; a recording alone opens on its catalog.
+    order = list(registry.sources)
+    if files:
+        order = order[-len(files) :] + order[: -len(files)]
+    elif runs:  # open on the graph replayed most: an engine's first graph may be empty
+        used = [
+            (g["replays"], run.sources[(rec.name, g["id"])])
+            for run in runs
+            for rec in run.recordings
+            for g in rec.graphs
+            if (rec.name, g["id"]) in run.sources
+        ]
+        if used:
+            busiest = max(used)[1]
+            order.remove(busiest)
+            order.insert(0, busiest)
+    registry.sources = {k: registry.sources[k] for k in order}
+    start = "catalog" if runs and not files else "graph"
+    folders = sorted({p.resolve().parent for p in files})
     bucket_files = [
         {"label": str(f) if given else f"sample: {f.name}", "value": str(f)}
         for folder in folders
@@ -426,14 +501,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         found, warning = _matches(G, search or "")
         notes: list[Any] = []
         if not has_timing(G):
-            notes.append(
-                html.Div(
-                    "This file has no timing (a DOT dump carries none): nodes are coloured by "
-                    "type. Capture with graphscope capture to time every node.",
-                    className="muted",
-                    id="no-timing",
-                )
-            )
+            notes.append(html.Div(_untimed(G), className="muted", id="no-timing"))
         if warning:
             notes.append(html.Div(f"search: {warning}", className="muted"))
         key = selected if isinstance(selected, str) and selected in G else None
@@ -478,7 +546,20 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         fig, style, status, cards, found, count, rings = render(
             first, "type", None, None, None, True
         )
-        return _page(options(), first, fig, style, status, cards, found, count, rings, bucket_files)
+        return _page(
+            options(),
+            first,
+            fig,
+            style,
+            status,
+            cards,
+            found,
+            count,
+            rings,
+            bucket_files,
+            pages.catalog_page(runs),
+            start,
+        )
 
     app.layout = page
 
@@ -487,11 +568,22 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Output("report-page", "style"),
         Output("compare-wrap", "style"),
         Output("buckets-wrap", "style"),
+        Output("catalog-page", "style"),
         Input("page", "value"),
         prevent_initial_call=True,
     )
     def show_page(page: str) -> tuple[Any, ...]:
         return tuple({} if page == name else _HIDDEN for name in PAGES)
+
+    @app.callback(
+        Output("source", "value", allow_duplicate=True),
+        Output("page", "value"),
+        Input({"type": "open-graph", "source": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def open_graph(clicks: list[Any]) -> tuple[Any, Any]:
+        """A graph id clicked in the catalog: show that graph."""
+        return opened(dash.ctx.triggered_id, clicks)
 
     @app.callback(
         Output("report-page", "children"),

@@ -17,21 +17,47 @@ import networkx as nx
 
 import graphscope
 from graphscope.errors import GraphscopeError
+from graphscope.recording import Recording, load_recordings
 
 #: Largest upload accepted, in bytes (a 100,000-node bundle is about 2 MB gzipped).
 UPLOAD_LIMIT = 200 << 20
 SUFFIXES = (".dot", ".gv", ".json", ".json.gz")
 
 
+def _samples() -> Path | None:
+    for root in (Path(graphscope.__file__).resolve().parent.parent, Path.cwd()):
+        if (root / "samples").is_dir():
+            return root / "samples"
+    return None
+
+
 def sample_files() -> list[Path]:
     """The bundled samples: capture bundles first, then the DOT dumps."""
-    for root in (Path(graphscope.__file__).resolve().parent.parent, Path.cwd()):
-        samples = root / "samples"
-        if samples.is_dir():
-            bundles = sorted((samples / "bundles").glob("*.json.gz"))
-            dots = sorted((samples / "dot").glob("*/flags-verbose.dot"))
-            return bundles + dots
-    return []
+    samples = _samples()
+    if samples is None:
+        return []
+    bundles = sorted((samples / "bundles").glob("*.json.gz"))
+    dots = sorted((samples / "dot").glob("*/flags-verbose.dot"))
+    return bundles + dots
+
+
+def sample_recordings() -> list[Path]:
+    """The bundled recordings (``graphscope record`` runs), one folder each."""
+    samples = _samples()
+    if samples is None or not (samples / "recordings").is_dir():
+        return []
+    return sorted(p for p in (samples / "recordings").iterdir() if p.is_dir())
+
+
+@dataclass
+class RecordedRun:
+    """A recording the app shows: its processes, and the source id of each graph's bundle."""
+
+    label: str  # the run folder as given ("sample: gpt-fast")
+    path: Path
+    recordings: list[Recording] = field(default_factory=list)
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)  # (process, graph) -> id
+    error: str | None = None  # the one-line error when the index cannot be read
 
 
 @dataclass
@@ -54,6 +80,24 @@ class Registry:
 
     sources: dict[str, Source] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_recording(self, path: Path, label: str) -> RecordedRun:
+        """A recording folder: each of its graphs becomes a source, in catalog order."""
+        run = RecordedRun(label=label, path=path)
+        try:
+            run.recordings = load_recordings(path)
+        except GraphscopeError as exc:
+            run.error = str(exc)
+            return run
+        for rec in run.recordings:
+            for g in rec.graphs:
+                bundle = rec.bundle_path(g)
+                if bundle is None:
+                    continue
+                batch = f", batch {g['batch']}" if g.get("batch") is not None else ""
+                name = f"{label} {rec.name}/{g['id']} ({g.get('capturer') or '?'}{batch})"
+                run.sources[(rec.name, g["id"])] = self.add_path(bundle, name).id
+        return run
 
     def add_path(self, path: Path, label: str | None = None) -> Source:
         source = Source(id=f"f{len(self.sources)}", label=label or str(path), path=path)

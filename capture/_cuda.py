@@ -10,7 +10,7 @@ from typing import Any
 from graphscope.errors import CaptureError
 
 _INSTALL_HINT = (
-    "graphscope capture needs a CUDA GPU with torch, cuda-bindings and cupti-python: "
+    "graphscope capture and record need a CUDA GPU with torch, cuda-bindings and cupti-python: "
     "pip install 'graphscope[capture]'"
 )
 

@@ -9,6 +9,7 @@ the innermost Python frame outside torch, at that moment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
@@ -19,7 +20,9 @@ from typing import Any
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
+from .callbacks import subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
+from .sites import Frames, tensor_inputs
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODELS = str((Path(_HERE) / "models.py").resolve())
@@ -42,9 +45,7 @@ def library_paths(torch: Any) -> tuple[str, ...]:
         paths += [os.path.abspath(p) + os.sep for p in getattr(module, "__path__", None) or []]
     # The code torch.compile generates (and Triton's launchers) lives in Inductor's cache
     # folder; the user's line is the frame that called the compiled model.
-    cache_dirs = sys.modules.get("torch._inductor.runtime.cache_dir_utils")
-    if cache_dirs is not None:
-        paths.append(os.path.abspath(cache_dirs.cache_dir()) + os.sep)
+    paths += _generated_code_dirs()
     for folder in {os.path.dirname(os.path.abspath(graphscope.__file__)), _HERE}:
         for file in Path(folder).rglob("*.py"):
             if str(file.resolve()) != _MODELS:
@@ -80,21 +81,29 @@ class Attribution:
 
     ``labels[(graph_id << 32) | local_id]`` is ``{"module", "op", "file", "line",
     "function"}``: ``module`` is the ``named_modules()`` path of the innermost module running
-    (``""`` for the model itself, None when no module ran: code of the step around the model).
+    (``""`` for the model itself, None when no module ran: code of the step around the model),
+    and ``compiled`` what Inductor's generated code says a kernel call fuses.
     ``failure`` is set when an aten op raised.
+
+    Without a ``model``, paths are named from the outermost module that runs while active:
+    what ``graphscope record`` does, knowing nothing of the program. ``root_inputs`` then holds
+    the shapes of that module's tensor arguments.
     """
 
     def __init__(self, model: Any = None) -> None:
         self.torch = require("torch")
         self.names: dict[int, str] = module_names(model) if model is not None else {}
+        self._fixed_model = model is not None
         self.modules: list[str] = []
         self.op: str | None = None
         self.labels: dict[int, dict[str, Any]] = {}
         self.failure: FailureSite | None = None
+        self.root_inputs: list[dict[str, Any]] | None = None
         self._skip = library_paths(self.torch)
+        self.frames = Frames(self._skip, _generated_code_dirs())
         self._handles: list[Any] = []
         self._mode: Any = None
-        self._subscriber: Any = None
+        self._subscribed = False
         self._warnings: Any = None
 
     def name_of(self, module: Any) -> str | None:
@@ -102,6 +111,12 @@ class Attribution:
 
     # Module hooks: a stack of the running modules' paths.
     def _enter_module(self, module: Any, args: Any) -> None:
+        if not self.modules and not self._fixed_model and id(module) not in self.names:
+            # The outermost module running names the tree below it (module_names caches
+            # nothing: a new root is walked once, when it first runs while active).
+            self.names.update(module_names(module))
+        if not self.modules and self.root_inputs is None:
+            self.root_inputs = tensor_inputs(args if isinstance(args, tuple) else (args,))
         name = self.names.get(id(module))
         self.modules.append(type(module).__name__ if name is None else name)
 
@@ -114,20 +129,25 @@ class Attribution:
             if self.modules.pop() == mine:
                 break
 
-    def _node_created(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
-        api = cupti()
-        if int(cbid) != int(api.CallbackIdResource.GRAPHNODE_CREATED):
-            return
-        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
-        packed = int(api.get_graph_node_id(int(node)))
-        site = user_site(_stack(sys._getframe(1)), self._skip)
-        self.labels[packed] = {
+    def label(self, packed: int, frame: FrameType | None) -> None:
+        """Label node ``packed`` (CUPTI's graph node id) with what runs at ``frame`` now."""
+        user = self.frames.user_frame(frame)
+        label: dict[str, Any] = {
             "module": self.modules[-1] if self.modules else None,
             "op": self.op,
-            "file": site.file,
-            "line": site.line,
-            "function": site.function,
+            "file": user.f_code.co_filename if user is not None else None,
+            "line": user.f_lineno if user is not None else None,
+            "function": user.f_code.co_name if user is not None else None,
         }
+        compiled = self.frames.compiled_origin(frame)
+        if compiled is not None:
+            label["compiled"] = compiled
+        self.labels[packed] = label
+
+    def _node_created(self, cbdata: Any) -> None:
+        api = cupti()
+        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
+        self.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
 
     def note_failure(self, tb: TracebackType | None) -> None:
         """Remember where an op raised; the first failure wins."""
@@ -152,7 +172,8 @@ class Attribution:
         site.module = innermost_module(frames, self.name_of)
         return site
 
-    def __enter__(self) -> Attribution:
+    def activate(self) -> None:
+        """Start tracking modules and ops (on the calling thread, for the op)."""
         torch = self.torch
         hooks = torch.nn.modules.module
         # Our global hooks make torch.compile warn that they fire for its OptimizedModule too;
@@ -166,30 +187,14 @@ class Attribution:
         ]
         self._mode = _op_tracker(self)
         self._mode.__enter__()
-        api = cupti()
-        try:
-            self._subscriber = api.subscribe(self._node_created, None)
-            api.enable_callback(
-                1,
-                self._subscriber,
-                api.CallbackDomain.RESOURCE,
-                api.CallbackIdResource.GRAPHNODE_CREATED,
-            )
-        except api.cuptiError as exc:
-            self.__exit__(None, None, None)
-            raise CaptureError(
-                f"CUPTI could not watch node creation: {exc} (is another profiler, such as "
-                "torch.profiler or Nsight, attached?)"
-            ) from None
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._subscriber is not None:
-            cupti().unsubscribe(self._subscriber)
-            self._subscriber = None
+    def deactivate(self) -> None:
+        """Stop tracking; labels stay."""
         if self._mode is not None:
-            self._mode.__exit__(None, None, None)
-            self._mode = None
+            mode, self._mode = self._mode, None
+            # Raises when another mode was pushed above ours and is still active.
+            with contextlib.suppress(Exception):
+                mode.__exit__(None, None, None)
         for handle in self._handles:
             handle.remove()
         self._handles = []
@@ -198,6 +203,47 @@ class Attribution:
             self._warnings = None
         self.modules.clear()
         self.op = None
+
+    def __enter__(self) -> Attribution:
+        self.activate()
+        api = cupti()
+        try:
+            subscriber().on(
+                api.CallbackDomain.RESOURCE,
+                api.CallbackIdResource.GRAPHNODE_CREATED,
+                self._node_created,
+                self._callback_failed,
+            )
+        except CaptureError as exc:
+            self.deactivate()
+            raise CaptureError(f"CUPTI could not watch node creation: {exc}") from None
+        self._subscribed = True
+        return self
+
+    def _callback_failed(self, exc: BaseException) -> None:
+        if self.failure is None:
+            self.failure = FailureSite(op=f"graphscope attribution: {type(exc).__name__}: {exc}")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._subscribed:
+            api = cupti()
+            subscriber().off(
+                api.CallbackDomain.RESOURCE,
+                api.CallbackIdResource.GRAPHNODE_CREATED,
+                self._node_created,
+            )
+            self._subscribed = False
+        self.deactivate()
+
+
+def _generated_code_dirs() -> tuple[str, ...]:
+    """Where Inductor writes the Python it generates (its cache folder)."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return (os.path.abspath(cache_dir()) + os.sep,)
+    except Exception:  # an older or newer torch: compiled code is then user code
+        return ()
 
 
 def _op_tracker(attribution: Attribution) -> Any:

@@ -220,12 +220,13 @@ class KernelReader:
         return attrs, layout
 
     @staticmethod
-    def _arguments(params: Any, layout: list[tuple[int, int]]) -> list[dict[str, Any]]:
-        """Each argument's offset, size and raw bytes (hex).
+    def _arguments(params: Any, layout: list[tuple[int, int]]) -> list[RawArgument]:
+        """Each argument's offset, size and raw bytes (None where the driver has none).
 
         ``kernelParams`` is the address of the ``void*`` array the driver keeps for the node
         (DESIGN.md); kernels launched with ``extra`` (cuBLAS does) keep one packed buffer
-        instead, found through the ``CU_LAUNCH_PARAM_BUFFER_POINTER`` entry.
+        instead, found through the ``CU_LAUNCH_PARAM_BUFFER_POINTER`` entry. Bytes are copied
+        now, while the graph lives, and turned into hex later (``arguments``).
         """
         import ctypes
 
@@ -233,9 +234,7 @@ class KernelReader:
         if base:
             slots = (ctypes.c_void_p * len(layout)).from_address(base)
             return [
-                {"offset": o, "size": s, "value": ctypes.string_at(slots[i], s).hex()}
-                if slots[i]
-                else {"offset": o, "size": s}
+                (o, s, ctypes.string_at(slots[i], s) if slots[i] else None)
                 for i, (o, s) in enumerate(layout)
             ]
         extra = _ptr(params.extra)
@@ -251,15 +250,34 @@ class KernelReader:
                     size = ctypes.c_size_t.from_address(value).value
                 i += 2
         if not buffer:
-            return [{"offset": o, "size": s} for o, s in layout]
+            return [(o, s, None) for o, s in layout]
         packed = ctypes.string_at(buffer, size or (layout[-1][0] + layout[-1][1] if layout else 0))
-        return [{"offset": o, "size": s, "value": packed[o : o + s].hex()} for o, s in layout]
+        return [(o, s, packed[o : o + s]) for o, s in layout]
+
+    def read_raw(self, node: Any) -> tuple[dict[str, int], list[RawArgument]]:
+        """Function attributes and raw arguments of one kernel node (the fast part)."""
+        p = check(driver().cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
+        attrs, layout = self._function(p)
+        return attrs, self._arguments(p, layout)
 
     def read(self, node: Any) -> dict[str, Any]:
         """Function attributes and arguments of one kernel node."""
-        p = check(driver().cuGraphKernelNodeGetParams(node), "cuGraphKernelNodeGetParams")
-        attrs, layout = self._function(p)
-        return {**attrs, "args": self._arguments(p, layout)}
+        attrs, raw = self.read_raw(node)
+        return {**attrs, "args": arguments(raw)}
+
+
+#: One kernel argument as read: offset, size, bytes (None when the driver keeps none).
+RawArgument = tuple[int, int, "bytes | None"]
+
+
+def arguments(raw: list[RawArgument]) -> list[dict[str, Any]]:
+    """Arguments as a bundle stores them: offset, size and value as hex where there is one."""
+    return [
+        {"offset": o, "size": s, "value": value.hex()}
+        if value is not None
+        else {"offset": o, "size": s}
+        for o, s, value in raw
+    ]
 
 
 def root_nodes(graph: Any) -> list[tuple[int, Any]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import bisect
+import gc
 import struct
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +27,11 @@ class PointerMap:
         self._segments = sorted(segments, key=lambda r: r.start)
         self._buffer_starts = [r.start for r in self._buffers]
         self._segment_starts = [r.start for r in self._segments]
+        # The span of all known memory, computed once: scan() runs per kernel, and taking the
+        # max over every parameter's end there cost more than the rest of the scan.
+        everything = self._buffers + self._segments
+        self._low = min((r.start for r in everything), default=0)
+        self._high = max((r.end for r in everything), default=0)
 
     @staticmethod
     def _find(starts: list[int], regions: list[Region], address: int) -> Region | None:
@@ -49,18 +56,21 @@ class PointerMap:
         return out
 
     def scan(self, args: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Every 8-byte word of the arguments that points into known memory.
+        """Every 8-byte word of the arguments (as a bundle stores them) that points into known
+        memory; see ``scan_raw``."""
+        return self.scan_raw([bytes.fromhex(arg.get("value", "")) for arg in args])
+
+    def scan_raw(self, args: list[bytes | None]) -> list[dict[str, Any]]:
+        """Every 8-byte word of each argument's bytes that points into known memory.
 
         Most device pointers of PyTorch kernels sit inside struct arguments (TensorInfo,
         OffsetCalculator), so each aligned word of each argument is tried (DESIGN.md); words
         outside the span of all known memory are dropped before any lookup.
         """
-        low = min(self._segment_starts[:1] + self._buffer_starts[:1], default=0)
-        high = max([r.end for r in self._segments[-1:]] + [r.end for r in self._buffers], default=0)
+        low, high = self._low, self._high
         found = []
-        for index, arg in enumerate(args):
-            raw = bytes.fromhex(arg.get("value", ""))
-            words = len(raw) // 8
+        for index, raw in enumerate(args):
+            words = len(raw) // 8 if raw else 0
             if not words:
                 continue
             for slot, address in enumerate(struct.unpack_from(f"<{words}Q", raw)):
@@ -71,3 +81,70 @@ class PointerMap:
                             {"arg": index, "offset": slot * 8, "address": address, **where}
                         )
         return found
+
+
+def pointer_map(
+    torch: Any,
+    buffers: Mapping[str, Any],
+    models: Iterable[tuple[str, Any]] = (),
+    segments: list[dict[str, Any]] | None = None,
+) -> PointerMap:
+    """Named buffers (``input:x``, ``output:y``), the parameters and buffers of ``models``
+    (``(prefix, module)`` pairs, named ``param:<prefix><path>``) and the allocator's segments
+    (``segments``: a ``torch.cuda.memory_snapshot()`` already taken, else one is taken).
+    """
+    from .attribution import module_path
+
+    regions = []
+    for name, t in buffers.items():
+        regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, name))
+    for prefix, model in models:
+        if model is None:
+            continue
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if t.is_cuda:
+                path = prefix + module_path(name)
+                regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{path}"))
+    snapshot = torch.cuda.memory_snapshot() if segments is None else segments
+    spans = [
+        Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
+        for i, s in enumerate(snapshot)
+    ]
+    return PointerMap(regions, spans)
+
+
+def live_models(torch: Any) -> list[tuple[str, Any]]:
+    """The outermost ``nn.Module`` trees alive in the process that hold CUDA tensors.
+
+    Named ``(prefix, module)`` for ``pointer_map``: no prefix when there is one such tree,
+    ``ClassName.`` (``ClassName#2.`` for a second of a class) when there are several, as with
+    a draft model beside the target. Found through the garbage collector's list of objects,
+    so a graph recorded in a program that never told graphscope its model still gets
+    ``param:`` names.
+    """
+    module_type = torch.nn.Module
+    # type(), not isinstance(): isinstance asks objects for __class__, which proxies answer
+    # (a dead weakref.proxy raises; torch's deprecated aliases warn on the user's stderr).
+    modules = [o for o in gc.get_objects() if issubclass(type(o), module_type)]
+    children = {id(c) for m in modules for c in m.children()}
+    roots = []
+    for module in modules:
+        if id(module) in children:
+            continue
+        try:
+            first = next(iter(module.parameters()), None)
+            if first is None:
+                first = next(iter(module.buffers()), None)
+        except Exception:  # a module half-built or torn down
+            continue
+        if first is not None and getattr(first, "is_cuda", False):
+            roots.append(module)
+    if len(roots) == 1:
+        return [("", roots[0])]
+    seen: dict[str, int] = {}
+    named = []
+    for module in roots:
+        cls = type(module).__name__
+        seen[cls] = seen.get(cls, 0) + 1
+        named.append((f"{cls}." if seen[cls] == 1 else f"{cls}#{seen[cls]}.", module))
+    return named

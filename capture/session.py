@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import gc
 import json
 import os
 import re
@@ -35,14 +34,13 @@ from graphscope.analysis.eager import eager_summary, encode_eager_trace, join_ea
 from graphscope.analysis.replay import replay_timing, summarize_replays
 from graphscope.errors import CaptureError
 from graphscope.io import write_atomic
-from graphscope.model import node_key
 
-from . import failure, introspect
+from . import failure, grab
 from ._cuda import check, driver, require
-from .attribution import Attribution, library_paths, module_path
+from .attribution import Attribution, library_paths
 from .environment import device_info, versions
 from .models import HF_PREFIX, Step, resolve
-from .pointers import PointerMap, Region
+from .pointers import PointerMap, pointer_map
 from .timing import State, timed_eager, timed_replays, traced_run
 from .update import driver_update
 
@@ -67,36 +65,10 @@ _MANIFEST_FIELDS = (
 )
 
 
-def _pointer_map(torch: Any, buffers: Mapping[str, Any], model: Any = None) -> PointerMap:
-    """Named buffers (``input:x``, ``output:y``, ``param:w``) and the allocator's segments."""
-    regions = []
-    for name, t in buffers.items():
-        regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, name))
-    if model is not None:
-        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
-            if t.is_cuda:
-                path = module_path(name)
-                regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{path}"))
-    segments = [
-        Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
-        for i, s in enumerate(torch.cuda.memory_snapshot())
-    ]
-    return PointerMap(regions, segments)
-
-
 def _step_buffers(step: Step) -> dict[str, Any]:
     named = {f"input:{k}": t for k, t in step.inputs.items()}
     named.update({f"output:{k}": t for k, t in step.outputs.items()})
     return named
-
-
-def _dump_dot(handle: int, path: Path) -> None:
-    drv = driver()
-    flags = int(drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE)
-    check(
-        drv.cuGraphDebugDotPrint(drv.CUgraph(init_value=handle), str(path).encode(), flags),
-        "cuGraphDebugDotPrint",
-    )
 
 
 def read_captured_graph(
@@ -104,45 +76,10 @@ def read_captured_graph(
 ) -> tuple[nx.DiGraph, float]:
     """The graph as its verbose dump describes it, with what only the driver knows added.
 
-    Returns the graph and the introspection time in seconds. The dump supplies every label
-    field; the driver adds kernel function attributes and arguments. Node ids are checked to
-    agree: a node the driver has and the dump lacks is an error.
+    Writes the dump to ``dot_path``; returns the graph and the driver read's seconds
+    (``grab.read_graph``, the read ``graphscope record`` does too).
     """
-    G = graphscope.load(dot_path)
-    drv = driver()
-    graph = drv.CUgraph(init_value=handle)
-    started = time.perf_counter()
-    # The loaded graph holds hundreds of thousands of objects and each argument and pointer
-    # read here allocates more, so the collector would keep walking them for garbage this
-    # loop never makes: 48 us per node with it on a 10,000-node graph on the H200, under
-    # 20 with it off (docs/BENCHMARKS.md).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        _read_nodes(G, graph, dot_path, pointers)
-    finally:
-        if collecting:
-            gc.enable()
-    return G, time.perf_counter() - started
-
-
-def _read_nodes(G: nx.DiGraph, graph: Any, dot_path: Path, pointers: PointerMap | None) -> None:
-    nodes = introspect.root_nodes(graph)
-    gid = introspect.graph_id(graph)
-    kernels = introspect.KernelReader()
-    for local_id, node in nodes:
-        key = node_key(gid, local_id)
-        if key not in G:
-            raise CaptureError(f"driver node {key} is not in the DOT dump {dot_path}")
-        data = G.nodes[key]
-        kind = introspect.node_type(node)
-        if kind != data["type"]:
-            raise CaptureError(f"{key}: the driver says {kind}, the dump says {data['type']}")
-        if kind == "KERNEL":
-            details = kernels.read(node)
-            if pointers is not None:
-                details["pointers"] = pointers.scan(details.get("args", []))
-            data.update(details)
+    return grab.read_graph(handle, dot_path, pointers)
 
 
 def capture_step(
@@ -228,17 +165,6 @@ def _restore_generators(torch: Any, states: list[Any]) -> None:
     """
     for gen, state in zip(torch.cuda.default_generators, states, strict=True):
         gen.graphsafe_set_state(state)
-
-
-def _attach_attribution(G: nx.DiGraph, attribution: Attribution) -> int:
-    """Put each label on its node; returns how many nodes got one."""
-    labelled = 0
-    for packed, label in attribution.labels.items():
-        key = node_key(packed >> 32, packed & 0xFFFFFFFF)
-        if key in G:
-            G.nodes[key]["attribution"] = label
-            labelled += 1
-    return labelled
 
 
 def _pool_bytes(torch: Any, graph: Any) -> int:
@@ -408,11 +334,10 @@ def _capture(
     handle = int(graph.raw_cuda_graph())
     with tempfile.TemporaryDirectory(dir=out) as tmp:
         dot_tmp = Path(tmp) / f"{stem}.dot"
-        _dump_dot(handle, dot_tmp)
         say(f"{stem}: reading the graph through the driver")
-        pointers = _pointer_map(torch, _step_buffers(step), step.model)
+        pointers = pointer_map(torch, _step_buffers(step), [("", step.model)])
         G, introspect_s = read_captured_graph(handle, dot_tmp, pointers)
-        labelled = _attach_attribution(G, attribution)
+        labelled = grab.attach_labels(G, attribution.labels)
         kernels = sum(1 for _, d in G.nodes(data=True) if d["type"] == "KERNEL")
         say(
             f"{stem}: {G.number_of_nodes()} nodes ({kernels} kernels, {labelled} attributed); "
@@ -579,9 +504,8 @@ def inspect_graph(
         snapshot = State(list(state))
         with tempfile.TemporaryDirectory(dir=out) as tmp:
             dot_tmp = Path(tmp) / f"{stem}.dot"
-            _dump_dot(handle, dot_tmp)
             say(f"{stem}: reading the graph through the driver")
-            pointers = _pointer_map(torch, dict(buffers or {}))
+            pointers = pointer_map(torch, dict(buffers or {}))
             G, introspect_s = read_captured_graph(handle, dot_tmp, pointers)
             say(f"{stem}: {G.number_of_nodes()} nodes; timing up to {replays} replays")
             timing = _time_replays(G, replay, sync, snapshot, replays)

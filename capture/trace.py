@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from graphscope.errors import CaptureError
 
@@ -49,7 +49,7 @@ _FIELDS = (
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _callbacks_registered = False
 _fields_of: dict[int, tuple[str, ...]] = {}
-_active: ActivityTrace | None = None
+_active: Consumer | None = None
 
 
 def _set_size_attribute(attribute: Any, value: int) -> None:
@@ -64,24 +64,57 @@ def _buffer_requested() -> tuple[int, int]:
 
 
 def _buffer_completed(activities: list[Any]) -> None:
-    if _active is None:
-        return
-    kinds = _active.kind_names
-    out = _active.records
-    for activity in activities:
-        code = int(activity.kind)
-        kind = kinds.get(code)
-        if kind is None:
-            continue
-        fields = _fields_of.get(code)
-        if fields is None:  # which fields this record type has, asked once per kind
-            fields = _fields_of[code] = tuple(f for f in _FIELDS if hasattr(activity, f))
-        record: dict[str, Any] = {"kind": kind}
-        for name in fields:
-            value = getattr(activity, name)
-            if value is not None:
-                record[name] = value if isinstance(value, (int, str)) else int(value)
-        out.append(record)
+    consumer = _active
+    if consumer is not None:
+        consumer.consume(activities)
+
+
+class Consumer(Protocol):
+    """What takes CUPTI's activity records as buffers complete (one at a time per process)."""
+
+    def consume(self, activities: list[Any]) -> None: ...
+
+
+def start_activities(consumer: Consumer, kinds: tuple[str, ...]) -> None:
+    """Route completed buffers to ``consumer`` and enable ``kinds`` (ActivityKind names)."""
+    global _active, _callbacks_registered
+    api = cupti()
+    if _active is not None and _active is not consumer:
+        raise CaptureError("an activity trace is already running in this process")
+    try:
+        if not _callbacks_registered:
+            _set_size_attribute(api.ActivityAttribute.ATTR_DEVICE_BUFFER_SIZE, _DEVICE_BUFFER_BYTES)
+            api.activity_register_callbacks(_buffer_requested, _buffer_completed)
+            _callbacks_registered = True
+        _active = consumer
+        enable_kinds(kinds)
+    except api.cuptiError as exc:
+        _active = None
+        raise CaptureError(
+            f"CUPTI could not start tracing: {exc} (is another profiler, "
+            "such as torch.profiler or Nsight, attached?)"
+        ) from None
+
+
+def enable_kinds(kinds: tuple[str, ...], enable: bool = True) -> None:
+    """Turn activity kinds on or off (the consumer stays)."""
+    api = cupti()
+    for kind in kinds:
+        (api.activity_enable if enable else api.activity_disable)(getattr(api.ActivityKind, kind))
+
+
+def stop_activities(consumer: Consumer, kinds: tuple[str, ...], forced: bool = True) -> None:
+    """Disable ``kinds``, deliver what is buffered to ``consumer``, and let it go."""
+    global _active
+    api = cupti()
+    try:
+        enable_kinds(kinds, enable=False)
+    finally:
+        try:
+            api.activity_flush_all(1 if forced else 0)
+        finally:
+            if _active is consumer:
+                _active = None
 
 
 class ActivityTrace:
@@ -98,37 +131,30 @@ class ActivityTrace:
         api = cupti()
         self.kind_names = {int(getattr(api.ActivityKind, k)): k.lower() for k in kinds}
 
+    def consume(self, activities: list[Any]) -> None:
+        kinds = self.kind_names
+        out = self.records
+        for activity in activities:
+            code = int(activity.kind)
+            kind = kinds.get(code)
+            if kind is None:
+                continue
+            fields = _fields_of.get(code)
+            if fields is None:  # which fields this record type has, asked once per kind
+                fields = _fields_of[code] = tuple(f for f in _FIELDS if hasattr(activity, f))
+            record: dict[str, Any] = {"kind": kind}
+            for name in fields:
+                value = getattr(activity, name)
+                if value is not None:
+                    record[name] = value if isinstance(value, (int, str)) else int(value)
+            out.append(record)
+
     def __enter__(self) -> ActivityTrace:
-        global _active, _callbacks_registered
-        api = cupti()
-        if _active is not None:
-            raise CaptureError("an activity trace is already running in this process")
-        try:
-            if not _callbacks_registered:
-                _set_size_attribute(
-                    api.ActivityAttribute.ATTR_DEVICE_BUFFER_SIZE, _DEVICE_BUFFER_BYTES
-                )
-                api.activity_register_callbacks(_buffer_requested, _buffer_completed)
-                _callbacks_registered = True
-            for kind in self.kinds:
-                api.activity_enable(getattr(api.ActivityKind, kind))
-        except api.cuptiError as exc:
-            raise CaptureError(
-                f"CUPTI could not start tracing: {exc} (is another profiler, "
-                "such as torch.profiler or Nsight, attached?)"
-            ) from None
-        _active = self
+        start_activities(self, self.kinds)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _active
-        api = cupti()
-        try:
-            api.activity_flush_all(1)
-        finally:
-            for kind in self.kinds:
-                api.activity_disable(getattr(api.ActivityKind, kind))
-            _active = None
+        stop_activities(self, self.kinds)
         self._name_api_calls()
 
     def _name_api_calls(self) -> None:

@@ -19,8 +19,9 @@ from typing import Any, cast
 import networkx as nx
 
 from . import __version__
-from .errors import BundleFormatError
+from .errors import BundleFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION
+from .recording import check_graph_entry
 
 FORMAT_NAME = "graphscope-bundle"
 
@@ -33,6 +34,7 @@ GRAPH_SECTIONS = {
     "eager_trace": ("eager", "trace"),
     "eager_summary": ("eager", "summary"),
     "parity": ("eager", "parity"),
+    "recording": ("recording", "graph"),  # graphscope record: the graph's life in its program
 }
 #: In a node shape, this field holds an index into ``kernel_names`` instead of a name.
 NAME_REF = "@name"
@@ -346,6 +348,11 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         if isinstance(body, dict) and entry_name in body:
             if attr == "eager_trace":
                 _check_trace(body[entry_name], path, f"{section}.{entry_name}")
+            elif attr == "recording":
+                try:
+                    check_graph_entry(body[entry_name], path, f"{section}.{entry_name}")
+                except InputError as exc:
+                    raise BundleFormatError(path, exc.message) from None
             G.graph[attr] = body[entry_name]
     return G
 

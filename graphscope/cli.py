@@ -12,6 +12,8 @@ import contextlib
 import faulthandler
 import io
 import json
+import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,11 +23,21 @@ from . import __version__, exports, text
 from .analysis.buckets import DEFAULT_BUCKETS, bucket_report, read_distribution
 from .analysis.diff import diff
 from .analysis.findings import findings
+from .analysis.lifecycle import pair_graphs, process_report
 from .analysis.report import step_report
 from .analysis.summary import summarize
 from .analysis.torch_trace import with_torch_trace
 from .errors import GraphscopeError, InputError
 from .io import detect_format, load, save, write_atomic
+from .recording import (
+    DEFAULT_EVERY_S,
+    DEFAULT_FIRST,
+    DEFAULT_WINDOW,
+    Settings,
+    is_recording,
+    load_recordings,
+    process_label,
+)
 
 
 def _dims(d: Any) -> str:
@@ -93,6 +105,9 @@ def render_summary(path: str, s: dict[str, Any], out: TextIO, top: int = 25) -> 
         f"  nodes {s['nodes']}   edges {s['edges']}   graphs {len(s['graphs'])}"
         f"   depth {s['depth']}   widest level {s['widest_level']}\n"
     )
+    if not s["nodes"]:
+        w("  an empty graph: no nodes (torch.compile's CUDA graph trees make one first)\n")
+        return
     w("  types  " + "  ".join(f"{t} {n}" for t, n in s["types"].items()) + "\n")
     nested = [g for g in s["graphs"] if g["parent"] is not None]
     if nested:
@@ -139,6 +154,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     status = 0
     results = []
     for path in args.files:
+        if is_recording(path):
+            try:
+                reports = [process_report(r) for r in load_recordings(path)]
+            except InputError as exc:
+                _error(str(exc))
+                status = 2
+                continue
+            if args.json:
+                results.append({"file": path, "recording": [r.as_dict() for r in reports]})
+            else:
+                text.render_recording(path, reports, sys.stdout.write, top=args.top)
+            continue
         try:
             G = load(path)
             summary = {
@@ -189,12 +216,147 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 0
 
 
+def _program(words: list[str]) -> list[str]:
+    """The command to run: ``script.py ARGS`` and ``-m module ARGS`` run with this Python."""
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        raise GraphscopeError(
+            "record needs a program to run: graphscope record [--out DIR] -- python script.py "
+            "ARGS (or script.py ARGS, or -m package.module ARGS)"
+        )
+    if words[0] == "-m" or words[0].endswith(".py"):
+        return [sys.executable, *words]
+    return words
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    import datetime
+    import signal
+    import subprocess
+
+    from .capture.record import child_environment  # no GPU import until the program's own
+
+    program = _program(args.program)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out or f"graphscope-recording-{stamp}")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings(
+        first=args.first,
+        every_s=args.every,
+        window=args.window,
+        attribution=not args.no_attribution,
+    )
+    env = {**os.environ, **child_environment(out, settings)}
+    print(
+        f"graphscope record: recording into {out}: every graph each Python process of "
+        f"{Path(program[0]).name} instantiates; the first {settings.first} replays of each and "
+        f"{settings.window} every {settings.every_s:g} s are timed",
+        file=sys.stderr,
+        flush=True,
+    )
+    run = _run_description(args.invocation, program)
+    write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    try:
+        child = subprocess.Popen(program, env=env)
+    except OSError as exc:
+        raise GraphscopeError(f"cannot run {program[0]!r}: {exc.strerror or exc}") from None
+    # Ctrl-C reaches the program too (one process group); the program decides how to stop.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT,)}
+    forward = signal.signal(signal.SIGTERM, lambda signum, frame: child.terminate())
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.signal(signal.SIGTERM, forward)
+    run.update(ended_at=_now(), exit_status=code)
+    write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    _summarize_recording(out, code)
+    return code if code >= 0 else 128 - code
+
+
+RUN_FILE = "run.json"
+
+
+def _now() -> str:
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any]:
+    """How a recording was made: the command, the machine and the versions (run.json).
+
+    Read without initialising CUDA here (nvidia-smi, package metadata): this process only
+    starts the program.
+    """
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    gpu: dict[str, Any] = {"device": None, "driver": None}
+    try:
+        line = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.splitlines()[0]
+        gpu["device"], gpu["driver"] = (part.strip() for part in line.split(",", 1))
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        pass
+    versions: dict[str, Any] = {"python": platform.python_version()}
+    for dist in ("torch", "cuda-bindings", "cupti-python", "transformers"):
+        try:
+            versions[dist] = version(dist)
+        except PackageNotFoundError:
+            versions[dist] = None
+    return {
+        "command": shlex.join(invocation),
+        "program": program,
+        "cwd": os.getcwd(),
+        **gpu,
+        **versions,
+        "graphscope_version": __version__,
+        "started_at": _now(),
+        "ended_at": None,
+        "exit_status": None,
+    }
+
+
+def _summarize_recording(out: Path, code: int) -> None:
+    ended = "exited with status " + str(code) if code >= 0 else f"was killed by signal {-code}"
+    if not is_recording(out):
+        print(
+            f"graphscope record: the program {ended}; no process of it initialised CUDA "
+            f"through torch, so nothing was recorded in {out}",
+            file=sys.stderr,
+        )
+        return
+    try:
+        reports = [process_report(r) for r in load_recordings(out)]
+    except InputError as exc:
+        _error(str(exc))
+        return
+    graphs = sum(r.graphs for r in reports)
+    print(
+        f"graphscope record: the program {ended}; {graphs} graphs from {len(reports)} "
+        f"process(es) in {out} (graphscope inspect {out}; graphscope serve {out})",
+        file=sys.stderr,
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .app.server import create_app  # needs dash and plotly
 
-    missing = [f for f in args.files if not Path(f).is_file()]
+    missing = [f for f in args.files if not Path(f).is_file() and not is_recording(f)]
     if missing:
-        raise InputError(missing[0], "no such file")
+        why = "not a recording folder" if Path(missing[0]).is_dir() else "no such file"
+        raise InputError(missing[0], why)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"graphscope: warning: serving on {args.host}: anyone who can reach this machine "
@@ -211,6 +373,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    if is_recording(args.file):
+        recordings = load_recordings(args.file)
+        reports = [process_report(r) for r in recordings]
+        if args.json:
+            _dump_json(
+                {
+                    "file": args.file,
+                    "processes": [
+                        {**r.as_dict(), "graphs_lifecycle": rec.graphs}
+                        for r, rec in zip(reports, recordings, strict=True)
+                    ],
+                }
+            )
+            return 0
+        text.render_recording(args.file, reports, sys.stdout.write)
+        for rec in recordings:
+            sys.stdout.write(f"{process_label(rec)}: the life of each graph\n")
+            text.render_lifecycle(rec.graphs, sys.stdout.write)
+        return 0
     report = step_report(load(args.file), top=args.top)
     if args.json:
         _dump_json({"file": args.file, **report.as_dict()})
@@ -219,7 +400,65 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff_recordings(a: str, b: str, as_json: bool) -> int:
+    """Pair the processes (by rank, then order) and their graphs, and diff each pair."""
+    ra, rb = load_recordings(a), load_recordings(b)
+    out: list[dict[str, Any]] = []
+    w = sys.stdout.write
+    if not as_json:
+        w(f"A: {a}\nB: {b}\n")
+    for pa, pb in zip(ra, rb, strict=False):
+        pairs, only_a, only_b = pair_graphs(pa, pb)
+        entry: dict[str, Any] = {
+            "a": process_label(pa),
+            "b": process_label(pb),
+            "only_a": only_a,
+            "only_b": only_b,
+            "pairs": [],
+        }
+        if not as_json:
+            w(f"{process_label(pa)} <-> {process_label(pb)}: {len(pairs)} graphs paired\n")
+        for ga, gb in pairs:
+            pa_path, pb_path = pa.bundle_path(ga), pb.bundle_path(gb)
+            if pa_path is None or pb_path is None:
+                continue
+            d = diff(load(pa_path), load(pb_path))
+            verdict = d.update.result if d.update is not None else None
+            entry["pairs"].append({"a": ga["id"], "b": gb["id"], **d.as_dict()})
+            if not as_json:
+                replay = (
+                    f"; replay {text.us(d.replay_a_us)} -> {text.us(d.replay_b_us)}"
+                    if d.replay_a_us is not None and d.replay_b_us is not None
+                    else ""
+                )
+                w(
+                    f"  {ga['id']} <-> {gb['id']} (batch {ga.get('batch')}): {d.matched} nodes "
+                    f"matched, {len(d.added)} added, {len(d.removed)} removed, "
+                    f"{len([c for c in d.changed if c.fields])} changed; "
+                    f"cudaGraphExecUpdate {verdict}{replay}\n"
+                )
+        if not as_json:
+            for label, ids in (("only in A", only_a), ("only in B", only_b)):
+                if ids:
+                    w(f"  {label}: {', '.join(ids)}\n")
+        out.append(entry)
+    if len(ra) != len(rb) and not as_json:
+        w(f"  A has {len(ra)} processes, B has {len(rb)}: the extra ones are not compared\n")
+    if as_json:
+        _dump_json({"a": a, "b": b, "processes": out})
+    return 0
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
+    kinds = is_recording(args.a), is_recording(args.b)
+    if all(kinds):
+        return _diff_recordings(args.a, args.b, args.json)
+    if any(kinds):
+        raise InputError(
+            args.a if kinds[0] else args.b,
+            "is a recording and the other is a graph file: diff two recordings, or two graphs "
+            "(a recording's bundles are the g<N>.json.gz files in its process folders)",
+        )
     result = diff(load(args.a), load(args.b))
     if args.json:
         _dump_json({"a": args.a, "b": args.b, **result.as_dict()})
@@ -416,11 +655,78 @@ def build_parser() -> argparse.ArgumentParser:
     )
     capture.add_argument("--warmup", type=int, default=3, help="eager warm-up steps (default 3)")
     capture.set_defaults(run=cmd_capture)
+    rec = sub.add_parser(
+        "record",
+        help="run a program unchanged and record every CUDA graph it instantiates",
+        description="Run a program (and the Python processes it starts) unchanged, and record "
+        "every CUDA graph it instantiates, whoever captures it (torch.compile, vLLM, SGLang, "
+        "transformers, torch.cuda.graph): each graph read at instantiation, its capture site, "
+        "memory pool, replays and updates, and per-node timing from the program's own "
+        "replays, sampled. Writes one folder per process with a bundle per graph and a "
+        "recording.json. Needs a CUDA GPU and pip install 'graphscope[capture]' in the "
+        "program's Python environment.",
+        usage="graphscope record [--out DIR] [options] -- COMMAND [ARGS ...]",
+    )
+    rec.add_argument(
+        "--out",
+        metavar="DIR",
+        help="folder for the recording (default: graphscope-recording-<date>-<time>)",
+    )
+    rec.add_argument(
+        "--first",
+        type=int,
+        default=DEFAULT_FIRST,
+        metavar="K",
+        help=f"replays timed at the start of each graph (default {DEFAULT_FIRST})",
+    )
+    rec.add_argument(
+        "--every",
+        type=float,
+        default=DEFAULT_EVERY_S,
+        metavar="S",
+        help=f"seconds between sampling windows; 0 for none (default {DEFAULT_EVERY_S:g})",
+    )
+    rec.add_argument(
+        "--window",
+        type=int,
+        default=DEFAULT_WINDOW,
+        metavar="N",
+        help=f"replays timed in each window (default {DEFAULT_WINDOW})",
+    )
+    rec.add_argument(
+        "--no-attribution",
+        action="store_true",
+        help="do not label nodes with module, op and source line while graphs are captured",
+    )
+    rec.add_argument("program", nargs=argparse.REMAINDER, help="the program: -- COMMAND ARGS")
+    rec.set_defaults(run=cmd_record)
     return parser
 
 
+_RECORD_VALUED = ("--out", "--first", "--every", "--window")
+
+
+def _split_record(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``record``'s own options, and the program after them (which argparse would parse)."""
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if word == "--" or word == "-m" or not word.startswith("-"):
+            break
+        i += 2 if word in _RECORD_VALUED else 1
+    return argv[:i], argv[i:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    invocation = ["graphscope", *words]
+    program: list[str] | None = None
+    if words and words[0] == "record":
+        words, program = _split_record(words)
+    args = build_parser().parse_args(words)
+    if program is not None:
+        args.program = program
+    args.invocation = invocation
     try:
         return int(args.run(args))
     except InputError as exc:

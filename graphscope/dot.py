@@ -431,7 +431,7 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                     edge.line,
                 )
     if not doc.nodes:
-        raise DotFormatError(path, "the DOT graph has no nodes")
+        return _empty_graph(doc, path)
     G = nx.DiGraph()
     owners: dict[int, str] = {}  # graph id -> key of the node that owns it
     for name, node in doc.nodes.items():
@@ -480,16 +480,40 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
             # An empty body graph prints as an empty cluster: nothing to attach; keep the ref.
             G.nodes[owner].setdefault("empty_graphs", []).append(gid)
     roots = sorted({d["graph_id"] for _, d in G.nodes(data=True) if d["parent"] is None})
-    if "gs_graph" in doc.attrs:
-        try:
-            meta = json.loads(_gs_value(doc.attrs["gs_graph"]))
-        except ValueError:
-            raise DotFormatError(path, "gs_graph is not valid JSON") from None
-        if not isinstance(meta, dict):
-            raise DotFormatError(path, "gs_graph is not a JSON object")
-        G.graph.update(meta)
+    G.graph.update(_graph_metadata(doc, path))
     G.graph.setdefault("schema_version", SCHEMA_VERSION)
     G.graph.setdefault("root_graph_ids", roots)
+    G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
+    return G
+
+
+def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]:
+    """The graph metadata graphscope's DOT writer keeps in ``gs_graph`` (none elsewhere)."""
+    if "gs_graph" not in doc.attrs:
+        return {}
+    try:
+        meta = json.loads(_gs_value(doc.attrs["gs_graph"]))
+    except ValueError:
+        raise DotFormatError(path, "gs_graph is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise DotFormatError(path, "gs_graph is not a JSON object")
+    return meta
+
+
+def _empty_graph(doc: DotDocument, path: str | Path | None) -> nx.DiGraph:
+    """An empty graph, as cudaGraphDebugDotPrint dumps one: a cluster with no nodes.
+
+    Inductor's CUDA graph trees instantiate such a graph first. graphscope's own DOT writer
+    marks an empty graph with its ``gs_graph`` metadata instead. A DOT file with neither is
+    refused: nothing says it is a CUDA graph.
+    """
+    clusters = [m for sub in doc.subgraphs if sub.name and (m := _CLUSTER.match(sub.name))]
+    if doc.edges or not (clusters or "gs_graph" in doc.attrs):
+        raise DotFormatError(path, "the DOT graph has no nodes")
+    G = nx.DiGraph()
+    G.graph.update(_graph_metadata(doc, path))
+    G.graph.setdefault("schema_version", SCHEMA_VERSION)
+    G.graph.setdefault("root_graph_ids", [int(clusters[0].group(1))] if clusters else [])
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
     return G
 

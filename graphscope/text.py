@@ -7,6 +7,7 @@ from typing import Any
 
 from .analysis.buckets import BucketReport
 from .analysis.diff import GraphDiff
+from .analysis.lifecycle import ProcessReport, history
 from .analysis.report import StepReport
 
 Write = Callable[[str], Any]
@@ -217,3 +218,77 @@ def render_buckets(path: str, r: BucketReport, w: Write) -> None:
         )
     for note in r.notes:
         w(f"  note: {note}\n")
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int = 50) -> None:
+    """The catalog of a recording: per process, every graph and what deserves a look."""
+    plural = "es" if len(reports) != 1 else ""
+    w(f"{path}  (graphscope recording, {len(reports)} process{plural})\n")
+    for r in reports:
+        share = (
+            f"   outside graphs {r.eager_share_pct:.0f}%" if r.eager_share_pct is not None else ""
+        )
+        w(
+            f"{r.label}  {r.status}   graphs {r.graphs}   replays {_count(r.replays)}   "
+            f"pools {mib(r.pool_bytes)}{share}\n"
+        )
+        if r.rows:
+            w(
+                f"    {'graph':<8} {'capturer':<16} {'site':<34} {'batch':>5} {'nodes':>6} "
+                f"{'replays':>8} {'replay':>9} {'share':>6} {'pool':>10}  history\n"
+            )
+        for row in r.rows[:top]:
+            share_text = f"{row['gpu_share_pct']:.1f}%" if row["gpu_share_pct"] is not None else "-"
+            pool = mib(row["pool_bytes"]) if row["pool_bytes"] is not None else "-"
+            site = (row["site"] or "-")[:34]
+            w(
+                f"    {row['id']:<8} {(row['capturer'] or '-')[:16]:<16} {site:<34} "
+                f"{_count(row['batch']):>5} {_count(row['nodes']):>6} {_count(row['replays']):>8} "
+                f"{us(row['replay_us']):>9} {share_text:>6} {pool:>10}  {'; '.join(history(row))}\n"
+            )
+        if len(r.rows) > top:
+            w(f"    ... {len(r.rows) - top} more (--json for all)\n")
+        for note in r.notes:
+            w(f"  [{note.severity}] {note.code}: {note.title}\n")
+            for line in note.details[:5]:
+                w(f"      - {line}\n")
+
+
+def _ms(value: Any) -> str:
+    return "-" if not isinstance(value, (int, float)) else f"{value:.1f} ms"
+
+
+def render_lifecycle(graphs: list[dict[str, Any]], w: Write) -> None:
+    """Each graph's life: captured, instantiated, read, replayed, updated, destroyed."""
+    for g in graphs:
+        parts = []
+        if g.get("captured_at_s") is not None:
+            parts.append(
+                f"capture began at {g['captured_at_s']:.2f} s, took {_ms(g.get('capture_ms'))}"
+            )
+        if g.get("instantiated_at_s") is not None:
+            parts.append(
+                f"instantiated at {g['instantiated_at_s']:.2f} s in {_ms(g.get('instantiate_ms'))}"
+            )
+        parts.append(
+            f"graphscope read it in {_ms(g.get('grab_ms'))} (the program waited), built its "
+            f"bundle in {_ms(g.get('build_ms'))} (later, in its own thread)"
+        )
+        timed = g.get("traced_replays") or 0
+        use = f"replayed {g.get('replays', 0):,} times"
+        if g.get("replay_us") is not None:
+            use += (
+                f"; {timed} traced: {us(g['replay_us'])} on the GPU, launch call "
+                f"{us(g.get('cpu_launch_us'))} on the CPU (medians)"
+            )
+        parts.append(use)
+        for u in g.get("updates") or []:
+            said = "accepted" if u.get("ok") else f"refused ({u.get('result')})"
+            parts.append(f"cudaGraphExecUpdate {said} at {u.get('at_s', 0):.2f} s")
+        if g.get("destroyed_at_s") is not None:
+            parts.append(f"destroyed at {g['destroyed_at_s']:.2f} s")
+        w(f"  {g['id']}: " + "; ".join(parts) + "\n")

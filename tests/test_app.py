@@ -17,9 +17,10 @@ from graphscope.app import server
 from graphscope.app.figure import build_figure, has_timing, node_hovers
 from graphscope.app.layout import layer_of, layout
 from graphscope.app.panel import node_panel
-from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files
+from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files, sample_recordings
 
 import graphscope
+from graphscope.recording import load_recordings
 
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
@@ -205,7 +206,17 @@ def test_the_app_opens_the_samples_when_given_no_files() -> None:
     assert any(p.name == "tiny-llama-b1.json.gz" for p in sample_files())
     app = server.create_app()
     dropdown = app.layout().children[0].children[1]
-    assert dropdown.value is not None and len(dropdown.options) == len(sample_files())
+    recorded = [
+        g
+        for folder in sample_recordings()
+        for rec in load_recordings(folder)
+        for g in rec.graphs
+        if g.get("bundle")
+    ]
+    assert recorded  # the recordings' graphs are offered too, after the sample files
+    assert len(dropdown.options) == len(sample_files()) + len(recorded)
+    assert dropdown.value == dropdown.options[0]["value"]
+    assert dropdown.options[0]["label"] == f"sample: {sample_files()[0].name}"
 
 
 def test_cards_come_from_the_bundle() -> None:
@@ -391,3 +402,43 @@ def test_row_labels_never_overlap_and_a_small_graph_labels_every_row() -> None:
     span = max(y for _, y in big.pos.values()) + 1
     gaps = [(b["y"] - a["y"]) * (760 - 40) / span for a, b in itertools.pairwise(labels)]
     assert min(gaps) >= LABEL_LINE_PX  # pixels between neighbouring labels at first paint
+
+
+def _buttons(component: Any) -> list[Any]:
+    if isinstance(component, (list, tuple)):
+        return [b for c in component for b in _buttons(c)]
+    found = [component] if type(component).__name__ == "Button" else []
+    children = getattr(component, "children", None)
+    return found + (_buttons(children) if children is not None else [])
+
+
+def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Path) -> None:
+    import dash
+    from graphscope.app import pages
+
+    recordings = ROOT / "samples" / "recordings"
+    registry = Registry()
+    run = registry.add_recording(recordings / "torch-buckets", "buckets")
+    page = pages.catalog_page([run])
+    text = _text(page)
+    assert "torch_buckets.py:116 in main" in text and "400 replays" in text
+    assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in text
+    assert "pool shared with 2 graphs" in text and "graph-per-size" in text
+    links = _buttons(page)
+    assert [b.children for b in links] == ["g2", "g5", "g8"]
+    source = links[1].id["source"]
+    assert registry.load(source).graph.graph["recording"]["id"] == "g5"
+    assert server.opened({"type": "open-graph", "source": source}, [None, 1, None]) == (
+        source,
+        "graph",
+    )
+    assert server.opened({"type": "open-graph", "source": source}, [None] * 3) == (
+        dash.no_update,
+        dash.no_update,
+    )
+    broken = tmp_path / "broken" / "pid1"
+    broken.mkdir(parents=True)
+    (broken / "recording.json").write_text("{")
+    bad = registry.add_recording(broken.parent, "broken")
+    assert bad.error and "recording.json" in _text(pages.catalog_page([bad]))
+    assert "No recording here" in _text(pages.catalog_page([]))

@@ -296,3 +296,29 @@ def test_a_long_eager_trace_is_merged_until_zoomed(browser: Any, tmp_path: Path)
         assert window == [0, 300]
     finally:
         server.shutdown()
+
+
+def test_a_recording_opens_on_its_catalog_and_a_graph_id_opens_the_graph(browser: Any) -> None:
+    recordings = BUNDLES.parent / "recordings"
+    url, server = serve_in_thread([recordings / "torch-buckets", recordings / "gpt-fast"])
+    try:
+        browser.get(url)
+        links = WebDriverWait(browser, 20).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#catalog-page button.link") or False
+        )
+        page = browser.find_element(By.ID, "catalog-page").text
+        assert "torch_buckets.py:116 in main" in page and "decode_one_token" in page
+        assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in page
+        assert [link.text for link in links] == ["g2", "g5", "g8", "g2", "g5", "g8"]
+        links[4].click()  # gpt-fast's batch-1 graph
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        WebDriverWait(browser, 20).until(
+            lambda d: "gpt-fast pid923/g5" in d.find_element(By.ID, "source").text
+        )
+        assert browser.find_element(By.ID, "catalog-page").value_of_css_property("display") == (
+            "none"
+        )
+        cards = browser.find_element(By.ID, "cards").text
+        assert "replays in the program" in cards and "inductor" in cards
+    finally:
+        server.shutdown()

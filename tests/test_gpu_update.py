@@ -23,10 +23,9 @@ pytestmark = pytest.mark.gpu
 
 
 def _read(handle: int, path: Path) -> Any:
-    from graphscope.capture import session
+    from graphscope.capture import grab
 
-    session._dump_dot(handle, path)
-    G, _ = session.read_captured_graph(handle, path, None)
+    G, _ = grab.read_graph(handle, path, None)
     return G
 
 
@@ -34,7 +33,7 @@ def _read(handle: int, path: Path) -> Any:
 def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, Any]]:
     """(CUDA graph, graph model) per capture, all alive at once as the driver needs them."""
     import torch
-    from graphscope.capture import session
+    from graphscope.capture import grab, session
 
     out = tmp_path_factory.mktemp("update")
     made: dict[str, tuple[Any, Any]] = {}
@@ -48,7 +47,7 @@ def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Any, A
         step = session._build_step(model, batch)
         graph, _, attribution = session.capture_step(torch, step, what=name)
         G = _read(int(graph.raw_cuda_graph()), out / f"{name}.dot")
-        session._attach_attribution(G, attribution)
+        grab.attach_labels(G, attribution.labels)
         made[name] = (graph, G)
     return made
 

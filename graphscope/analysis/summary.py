@@ -62,6 +62,13 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
                 "widest_level": width,
             }
         )
+    roots = G.graph.get("root_graph_ids")
+    if not graphs and isinstance(roots, list):  # an empty graph is still a graph
+        graphs = [
+            {"graph_id": gid, "parent": None, "nodes": 0, "depth": 0, "widest_level": 0}
+            for gid in roots
+            if isinstance(gid, int)
+        ]
     kernels: dict[str, dict[str, Any]] = {}
     configs: dict[str, Counter[tuple[Any, ...]]] = defaultdict(Counter)
     for _, data in G.nodes(data=True):

@@ -1,0 +1,87 @@
+"""graphscope record's start-up hook for the Python processes a recorded program starts.
+
+``graphscope record`` puts this folder first on PYTHONPATH, so Python runs this file at
+start-up in the program and in every Python process it starts (multiprocessing spawn and
+forkserver workers, subprocesses). It does almost nothing until the process imports torch:
+then it asks torch to start graphscope's recorder when CUDA is initialised, which is before
+any graph can be captured, and never in a process that does not use CUDA (CUDA must not be
+initialised in a process that will fork workers). The sitecustomize this file hides, if there
+is one, is run first.
+"""
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run_hidden_sitecustomize() -> None:
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None or spec.origin == __file__:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def _start_recording() -> None:
+    """Run by torch right after it initialises CUDA; never raises into torch."""
+    try:
+        from graphscope.capture import autostart
+    except ImportError as exc:
+        sys.stderr.write(
+            f"graphscope record: pid {os.getpid()}: cannot import graphscope in {sys.executable} "
+            f"({exc}); install graphscope[capture] in the environment that runs the program; "
+            "this process runs unrecorded\n"
+        )
+        return
+    autostart.start_from_environment()
+
+
+def _torch_imported(torch: object) -> None:
+    try:
+        torch.cuda._lazy_call(_start_recording)  # type: ignore[attr-defined]
+    except Exception as exc:  # a torch without _lazy_call: record from the start instead
+        sys.stderr.write(f"graphscope record: torch.cuda._lazy_call is unavailable ({exc})\n")
+        _start_recording()
+
+
+class _Loader(importlib.abc.Loader):
+    """torch's own loader, with a call after the module has run."""
+
+    def __init__(self, inner: importlib.abc.Loader) -> None:
+        self._inner = inner
+
+    def create_module(self, spec):  # type: ignore[no-untyped-def]
+        return self._inner.create_module(spec)
+
+    def exec_module(self, module) -> None:  # type: ignore[no-untyped-def]
+        self._inner.exec_module(module)
+        _torch_imported(module)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._inner, name)
+
+
+class _WhenTorchIsImported(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _Loader(spec.loader)
+        return spec
+
+
+try:
+    _run_hidden_sitecustomize()
+finally:
+    if os.environ.get("GRAPHSCOPE_RECORD_OUT"):
+        if "torch" in sys.modules:
+            _torch_imported(sys.modules["torch"])
+        else:
+            sys.meta_path.insert(0, _WhenTorchIsImported())

@@ -1,0 +1,141 @@
+"""Read a CUDA graph in two steps: what must be read while it lives, and the rest, later.
+
+``snapshot`` runs while the ``cudaGraph_t`` exists (inside ``capture`` after stream capture,
+or inside ``record``'s instantiation callback, where the program waits for it): the verbose
+``cudaGraphDebugDotPrint`` dump, and per node its type and, for kernels, the function's
+attributes and the raw argument bytes, which live in the graph. ``build`` does the slower
+rest from those alone, after the graph may be gone: parse the dump, check that the driver and
+the dump agree, add what only the driver said, name pointers inside arguments.
+
+Both ``graphscope capture`` and ``graphscope record`` read graphs through these two.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+import graphscope
+from graphscope.errors import CaptureError
+from graphscope.model import node_key
+
+from . import introspect
+from ._cuda import check, driver
+from .introspect import RawArgument
+from .pointers import PointerMap
+
+
+@dataclass
+class Snapshot:
+    """What the driver said about a graph's root nodes while the graph lived."""
+
+    graph_id: int  # CUPTI's id of the graph
+    types: dict[int, str]  # local id -> node type
+    kernels: dict[int, tuple[dict[str, int], list[RawArgument]]] = field(default_factory=dict)
+    seconds: float = 0.0  # time spent reading through the driver (after the dump)
+    dump_seconds: float = 0.0  # time cudaGraphDebugDotPrint took
+
+    @property
+    def nodes(self) -> int:
+        return len(self.types)
+
+
+def dump_dot(handle: int, path: Path) -> None:
+    """The verbose ``cudaGraphDebugDotPrint`` dump of graph ``handle`` into ``path``."""
+    drv = driver()
+    flags = int(drv.CUgraphDebugDot_flags.CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE)
+    check(
+        drv.cuGraphDebugDotPrint(drv.CUgraph(init_value=handle), str(path).encode(), flags),
+        "cuGraphDebugDotPrint",
+    )
+
+
+def snapshot(
+    handle: int, dot_path: Path, kernels: introspect.KernelReader | None = None
+) -> Snapshot:
+    """Dump graph ``handle`` to ``dot_path`` and read its nodes through the driver.
+
+    ``kernels`` keeps what is read per kernel function across graphs (a process's graphs
+    launch the same few hundred functions).
+    """
+    started = time.perf_counter()
+    dump_dot(handle, dot_path)
+    dumped = time.perf_counter()
+    graph = driver().CUgraph(init_value=handle)
+    reader = kernels or introspect.KernelReader()
+    # Each read allocates; the collector would walk the process's objects for garbage this
+    # loop never makes (48 us per node with it on a 10,000-node graph on the H200, under 20
+    # with it off: docs/BENCHMARKS.md).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        types: dict[int, str] = {}
+        details: dict[int, tuple[dict[str, int], list[RawArgument]]] = {}
+        for local_id, node in introspect.root_nodes(graph):
+            kind = introspect.node_type(node)
+            types[local_id] = kind
+            if kind == "KERNEL":
+                details[local_id] = reader.read_raw(node)
+        gid = introspect.graph_id(graph)
+    finally:
+        if collecting:
+            gc.enable()
+    return Snapshot(
+        graph_id=gid,
+        types=types,
+        kernels=details,
+        seconds=time.perf_counter() - dumped,
+        dump_seconds=dumped - started,
+    )
+
+
+def build(snap: Snapshot, dot_path: Path, pointers: PointerMap | None) -> nx.DiGraph:
+    """The graph as its verbose dump describes it, with what only the driver knew added.
+
+    Node ids are checked to agree: a node the driver had and the dump lacks is an error.
+    """
+    G = graphscope.load(dot_path)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for local_id, kind in snap.types.items():
+            key = node_key(snap.graph_id, local_id)
+            if key not in G:
+                raise CaptureError(f"driver node {key} is not in the DOT dump {dot_path}")
+            data = G.nodes[key]
+            if kind != data["type"]:
+                raise CaptureError(f"{key}: the driver says {kind}, the dump says {data['type']}")
+            if kind == "KERNEL":
+                attrs, raw = snap.kernels[local_id]
+                data.update(attrs)
+                data["args"] = introspect.arguments(raw)
+                if pointers is not None:
+                    data["pointers"] = pointers.scan_raw([value for _, _, value in raw])
+    finally:
+        if collecting:
+            gc.enable()
+    return G
+
+
+def read_graph(
+    handle: int, dot_path: Path, pointers: PointerMap | None
+) -> tuple[nx.DiGraph, float]:
+    """``snapshot`` and ``build`` at once: the graph and the driver read's seconds."""
+    snap = snapshot(handle, dot_path)
+    return build(snap, dot_path, pointers), snap.seconds
+
+
+def attach_labels(G: nx.DiGraph, labels: dict[int, dict[str, Any]]) -> int:
+    """Put each attribution label on its node (keys are CUPTI's packed node ids); how many."""
+    labelled = 0
+    for packed, label in labels.items():
+        key = node_key(packed >> 32, packed & 0xFFFFFFFF)
+        if key in G:
+            G.nodes[key]["attribution"] = label
+            labelled += 1
+    return labelled

@@ -1,0 +1,177 @@
+"""What the Python stack says while CUDA works: the user's line, who captures, what torch holds.
+
+These run inside CUPTI callbacks, once per created node while a graph is captured, so they
+walk frames from the innermost outwards and stop at the first that answers, with per-file and
+per-line caches: a whole-stack walk with a library check per frame cost more than PyTorch's
+own capture of a node.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+import sys
+from types import FrameType
+from typing import Any
+
+# Who captured a graph, from the files on the stack (by path part), most specific first:
+# Inductor's CUDA graph trees and the engines call torch.cuda.graph themselves.
+_CAPTURERS = (
+    ("/torch/_inductor/cudagraph_trees.py", "inductor"),
+    ("/vllm/", "vllm"),
+    ("/sglang/", "sglang"),
+    ("/transformers/", "transformers"),
+    ("/torch/cuda/graphs.py", "torch.cuda.graph"),
+)
+_INSTALLED = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# Inductor's generated code names, above each kernel call, the graph nodes it fuses and
+# their ATen ops ("# Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.mm]").
+_SOURCE_NODES = re.compile(
+    r"#\s*(?:Topologically Sorted )?Source Nodes:\s*\[(.*?)\](?:,\s*Original ATen:\s*\[(.*?)\])?"
+)
+_LOOKBACK = 40  # lines searched upwards from a kernel call for that comment
+
+
+class Frames:
+    """Classifies frames as library (torch, CUDA, graphscope, Inductor's cache) or user code."""
+
+    def __init__(self, library: tuple[str, ...], generated: tuple[str, ...] = ()) -> None:
+        self._library = library
+        self._generated = generated
+        self._is_library: dict[str, bool] = {}
+        self._is_generated: dict[str, bool] = {}
+        self._compiled: dict[tuple[str, int], dict[str, str] | None] = {}
+
+    def is_library(self, filename: str) -> bool:
+        known = self._is_library.get(filename)
+        if known is None:
+            path = os.path.abspath(filename)
+            known = filename.startswith("<") or path.startswith(self._library)
+            self._is_library[filename] = known
+        return known
+
+    def is_generated(self, filename: str) -> bool:
+        known = self._is_generated.get(filename)
+        if known is None:
+            known = bool(self._generated) and os.path.abspath(filename).startswith(self._generated)
+            self._is_generated[filename] = known
+        return known
+
+    def user_frame(self, frame: FrameType | None) -> FrameType | None:
+        """The innermost frame outside the library, or None."""
+        while frame is not None:
+            if not self.is_library(frame.f_code.co_filename):
+                return frame
+            frame = frame.f_back
+        return None
+
+    def program_frame(self, frame: FrameType | None) -> FrameType | None:
+        """The innermost frame of the program's own code: outside the library and outside
+        installed packages (transformers' ``generate`` is where capture begins, the user's
+        call of it is where the program asked for it)."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not self.is_library(filename) and not any(p in filename for p in _INSTALLED):
+                return frame
+            frame = frame.f_back
+        return None
+
+    def compiled_origin(self, frame: FrameType | None) -> dict[str, str] | None:
+        """What Inductor's generated code says the running kernel call fuses, if it runs one."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.is_generated(filename):
+                key = (filename, frame.f_lineno)
+                if key not in self._compiled:
+                    self._compiled[key] = _source_nodes(filename, frame.f_lineno)
+                return self._compiled[key]
+            if not self.is_library(filename):
+                return None
+            frame = frame.f_back
+        return None
+
+
+def _source_nodes(filename: str, line: int) -> dict[str, str] | None:
+    for number in range(line, max(line - _LOOKBACK, 0), -1):
+        text = linecache.getline(filename, number).strip()
+        match = _SOURCE_NODES.search(text)
+        if match:
+            out = {"source_nodes": match.group(1).strip()}
+            if match.group(2):
+                out["aten"] = match.group(2).strip()
+            return out if out["source_nodes"] or "aten" in out else None
+        if number < line and text.startswith("def "):
+            return None
+    return None
+
+
+def site(frame: FrameType | None) -> dict[str, Any] | None:
+    """``{"file", "line", "function"}`` of a frame, or None."""
+    if frame is None:
+        return None
+    return {
+        "file": frame.f_code.co_filename,
+        "line": frame.f_lineno,
+        "function": frame.f_code.co_name,
+    }
+
+
+def capturer(frame: FrameType | None) -> str:
+    """Who is capturing: the most specific known capturer with a frame on the stack."""
+    found: set[str] = set()
+    while frame is not None:
+        filename = frame.f_code.co_filename.replace(os.sep, "/")
+        for part, name in _CAPTURERS:
+            if part in filename:
+                found.add(name)
+        frame = frame.f_back
+    return next((name for _, name in _CAPTURERS if name in found), "stream capture")
+
+
+def caller(depth: int = 1) -> FrameType | None:
+    """The frame ``depth`` levels above the caller of this function."""
+    try:
+        return sys._getframe(depth + 1)
+    except ValueError:
+        return None
+
+
+def find_local(frame: FrameType | None, name: str, test: Any) -> Any:
+    """The innermost local ``name`` for which ``test(value)`` holds, or None."""
+    while frame is not None:
+        if name in frame.f_code.co_varnames or name in frame.f_code.co_cellvars:
+            value = frame.f_locals.get(name)
+            if value is not None and test(value):
+                return value
+        frame = frame.f_back
+    return None
+
+
+def tensor_inputs(values: Any, static: set[int] | None = None) -> list[dict[str, Any]]:
+    """Index, shape and dtype of each tensor among ``values``, but the ``static`` ones.
+
+    Static inputs (parameters and buffers, for torch.compile) keep their shapes from one
+    graph to the next and can number thousands; only the others tell graphs apart.
+    """
+    out = []
+    for index, value in enumerate(values):
+        shape = getattr(value, "shape", None)
+        if shape is None or not hasattr(value, "dtype") or (static and index in static):
+            continue
+        out.append(
+            {
+                "input": index,
+                "shape": [int(d) for d in shape],
+                "dtype": str(value.dtype).removeprefix("torch."),
+            }
+        )
+    return out
+
+
+def batch_of(inputs: list[dict[str, Any]]) -> int | None:
+    """The batch size inputs' shapes say: dim 0 of the first input that has a dim."""
+    for entry in inputs:
+        if entry["shape"]:
+            return int(entry["shape"][0])
+    return None

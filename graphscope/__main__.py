@@ -1,0 +1,7 @@
+"""``python -m graphscope``: the ``graphscope`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

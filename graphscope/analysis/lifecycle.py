@@ -1,0 +1,322 @@
+"""What a recording says about a program's graphs: the catalog, and what deserves a look.
+
+Answers, per process: are the graphs used at all, or did work fall back to eager? Why was a
+graph recorded again? How much memory do the graphs hold? Which batch sizes hit which graph,
+and how often? Pure functions over validated recordings (``graphscope.recording``).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..recording import Recording, process_label
+
+#: Above this share of kernel time outside graphs in the sampled windows, say so.
+EAGER_SHARE_WARN_PCT = 50.0
+
+
+def _site_text(site: Any) -> str | None:
+    if not isinstance(site, dict) or not site.get("file"):
+        return None
+    text = f"{Path(str(site['file'])).name}:{site.get('line') or '?'}"
+    return text + (f" in {site['function']}" if site.get("function") else "")
+
+
+def _reason(g: dict[str, Any]) -> str:
+    """Why a graph was recorded again, as its entry says, or as its inputs tell."""
+    if g.get("rerecord_reason"):
+        return str(g["rerecord_reason"])
+    if g.get("shape_changes"):
+        return "new input shapes"
+    return "same input shapes" if g.get("inputs") else "why unknown"
+
+
+def catalog(recording: Recording) -> list[dict[str, Any]]:
+    """One row per graph: who captured it where, its batch, size, use, share, memory, history.
+
+    ``gpu_share_pct`` is the graph's estimated GPU time (replays x median traced span) over
+    that of every graph of the process; graphs never timed have None.
+    """
+    total = sum(g["gpu_time_us"] for g in recording.graphs if g.get("gpu_time_us"))
+    rows = []
+    for g in recording.graphs:
+        pool = g.get("pool") or {}
+        changes = g.get("shape_changes") or []
+        rows.append(
+            {
+                "id": g["id"],
+                "bundle": g.get("bundle"),
+                "capturer": g.get("capturer"),
+                "site": _site_text(g.get("site")),
+                "program_site": _site_text(g.get("program_site")),
+                "batch": g.get("batch"),
+                "nodes": g.get("nodes"),
+                "kernels": g.get("kernels"),
+                "replays": g["replays"],
+                "traced_replays": g["traced_replays"],
+                "replay_us": g.get("replay_us"),
+                "gpu_share_pct": 100 * g["gpu_time_us"] / total
+                if total and g.get("gpu_time_us")
+                else None,
+                "pool_bytes": pool.get("bytes"),
+                "pool_shared_with": list(pool.get("shared_with") or []),
+                "rerecord_of": g.get("rerecord_of"),
+                "rerecord_reason": _reason(g) if g.get("rerecord_of") else None,
+                "shape_changes": [
+                    f"input {c.get('input')}: {c.get('from')} -> {c.get('to')}" for c in changes
+                ],
+                "updates": len(g["updates"]),
+                "destroyed": g.get("destroyed_at_s") is not None,
+                "error": g.get("error"),
+            }
+        )
+    return rows
+
+
+def history(row: dict[str, Any]) -> list[str]:
+    """A catalog row's history in words: recorded again and why, shared pool, updates, end."""
+    parts = []
+    if row["rerecord_of"]:
+        why = "; ".join(row["shape_changes"]) or row["rerecord_reason"] or "why unknown"
+        parts.append(f"recorded again after {row['rerecord_of']}: {why}")
+    if row["pool_shared_with"]:
+        parts.append(f"pool shared with {len(row['pool_shared_with'])} graphs")
+    if row["updates"]:
+        parts.append(f"{row['updates']} cudaGraphExecUpdate calls")
+    if row["destroyed"]:
+        parts.append("destroyed")
+    if row["error"]:
+        parts.append(f"no bundle: {row['error']}")
+    return parts
+
+
+@dataclass
+class Note:
+    """Something a recording shows that deserves a look."""
+
+    code: str  # stable id: unused-graph, same-shape-rerecord, eager-share, ...
+    severity: str  # warning or info
+    title: str  # one line
+    details: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ProcessReport:
+    """One process's recording, for people."""
+
+    label: str  # rank 0 (pid 123)
+    status: str
+    graphs: int
+    replays: int
+    pool_bytes: int | None  # distinct pools' bytes, added once each
+    eager_share_pct: float | None  # kernel time outside graphs in the sampled windows
+    rows: list[dict[str, Any]]
+    notes: list[Note]
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["notes"] = [n.as_dict() for n in self.notes]
+        return out
+
+
+def _pool_total(recording: Recording) -> int | None:
+    pools: dict[tuple[Any, ...], int] = {}
+    for g in recording.graphs:
+        pool = g.get("pool")
+        if isinstance(pool, dict) and isinstance(pool.get("bytes"), int):
+            key = tuple(pool.get("id") or ()) or (g["id"],)
+            pools[key] = max(pools.get(key, 0), pool["bytes"])
+    return sum(pools.values()) if pools else None
+
+
+def eager_share(recording: Recording) -> float | None:
+    """Percent of GPU kernel time in the sampled windows that ran outside any graph."""
+    s = recording.sampling
+    graph, eager = s.get("graph_kernel_us"), s.get("eager_kernel_us")
+    if not isinstance(graph, (int, float)) or not isinstance(eager, (int, float)):
+        return None
+    total = graph + eager
+    return 100 * eager / total if total > 0 else None
+
+
+def notes(recording: Recording) -> list[Note]:
+    """What in this recording deserves a look, most pressing first."""
+    out: list[Note] = []
+    graphs = recording.graphs
+    p = recording.process
+    if p["status"] == "running":
+        out.append(
+            Note(
+                "did-not-finish",
+                "warning",
+                f"the program did not finish while recorded: this is what it did until "
+                f"{p.get('updated_at', '?')}",
+            )
+        )
+    elif p["status"] == "stopped":
+        out.append(
+            Note("recording-stopped", "warning", f"recording stopped: {p.get('stop_reason')}")
+        )
+    share = eager_share(recording)
+    launches = sum(g["replays"] for g in graphs)
+    if not graphs and recording.sampling.get("eager_kernels"):
+        out.append(
+            Note("no-graphs", "warning", "no CUDA graph was instantiated: all work ran eagerly")
+        )
+    elif graphs and launches == 0:
+        out.append(
+            Note("no-replays", "warning", f"{len(graphs)} graphs instantiated, none replayed")
+        )
+    if share is not None and share >= EAGER_SHARE_WARN_PCT:
+        out.append(
+            Note(
+                "eager-share",
+                "warning",
+                f"{share:.0f}% of the GPU kernel time in the sampled windows ran outside graphs",
+                [
+                    "kernels launched eagerly between or instead of replays: a fallback to "
+                    "eager, or work the graphs leave out (sampling, prefill)"
+                ],
+            )
+        )
+    skips = recording.fallbacks.get("inductor_cudagraph_skips")
+    reasons = recording.fallbacks.get("reasons") or []
+    if (isinstance(skips, int) and skips > 0) or reasons:
+        out.append(
+            Note(
+                "cudagraphs-skipped",
+                "warning",
+                f"torch.compile ran {skips or len(reasons)} function(s) without CUDA graphs",
+                [str(r) for r in reasons][:10],
+            )
+        )
+    unused = [g["id"] for g in graphs if g["replays"] == 0 and g.get("nodes")]
+    if unused and launches:
+        out.append(
+            Note(
+                "unused-graph",
+                "info",
+                f"{len(unused)} graphs were never replayed (their memory is held for nothing)",
+                unused[:20],
+            )
+        )
+    same = [
+        g for g in graphs if g.get("rerecord_of") and g.get("inputs") and not g.get("shape_changes")
+    ]
+    if same:
+        out.append(
+            Note(
+                "same-shape-rerecord",
+                "warning",
+                f"{len(same)} graphs were recorded again from the same site with the same input "
+                "shapes",
+                [
+                    f"{g['id']} again after {g['rerecord_of']} at {_site_text(g.get('site'))}: "
+                    f"{_reason(g)}"
+                    for g in same[:10]
+                ]
+                + [
+                    "the earlier graph could not be reused: torch.compile's CUDA graph trees "
+                    "record again when a static input (a KV cache, a parameter) moved to a new "
+                    "address, and compile again when a guard fails; both hold more memory"
+                ],
+            )
+        )
+    by_site: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    for g in graphs:
+        if g.get("rerecord_of") or any(other.get("rerecord_of") == g["id"] for other in graphs):
+            by_site[_site_text(g.get("site"))].append(g)
+    for where, members in by_site.items():
+        sizes = sorted({g["batch"] for g in members if isinstance(g.get("batch"), int)})
+        if len(sizes) > 1:
+            out.append(
+                Note(
+                    "graph-per-size",
+                    "info",
+                    f"{len(members)} graphs from {where}: one per input size ({len(sizes)} sizes: "
+                    f"{', '.join(map(str, sizes[:12]))}{' ...' if len(sizes) > 12 else ''})",
+                )
+            )
+    failed = [
+        f"{g['id']}: {u.get('result')}" for g in graphs for u in g["updates"] if not u.get("ok")
+    ]
+    if failed:
+        out.append(
+            Note(
+                "update-refused",
+                "warning",
+                f"cudaGraphExecUpdate refused {len(failed)} updates: the executable was "
+                "instantiated anew",
+                failed[:10],
+            )
+        )
+    unknown = recording.sampling.get("launches_of_unknown_graphs")
+    if isinstance(unknown, int) and unknown > 0:
+        out.append(
+            Note(
+                "unknown-graphs",
+                "info",
+                f"{unknown} launches of graphs instantiated before recording began",
+            )
+        )
+    errors = [f"{g['id']}: {g['error']}" for g in graphs if g.get("error")]
+    if errors:
+        out.append(Note("graph-errors", "warning", f"{len(errors)} graphs have no bundle", errors))
+    out += [Note("recorder-note", "info", n) for n in recording.notes]
+    return out
+
+
+def process_report(recording: Recording) -> ProcessReport:
+    """The catalog and notes of one process."""
+    return ProcessReport(
+        label=process_label(recording),
+        status=recording.process["status"],
+        graphs=len(recording.graphs),
+        replays=sum(g["replays"] for g in recording.graphs),
+        pool_bytes=_pool_total(recording),
+        eager_share_pct=eager_share(recording),
+        rows=catalog(recording),
+        notes=notes(recording),
+    )
+
+
+def graph_keys(recording: Recording) -> list[tuple[Any, ...]]:
+    """Per graph, what pairs it with its counterpart in another recording of the program:
+    who captured it, where, for which batch, and how many came before with the same."""
+    seen: dict[tuple[Any, ...], int] = defaultdict(int)
+    keys = []
+    for g in recording.graphs:
+        site = g.get("site") or {}
+        base = (
+            g.get("capturer"),
+            Path(str(site.get("file") or "")).name,
+            site.get("line"),
+            g.get("batch"),
+        )
+        keys.append((*base, seen[base]))
+        seen[base] += 1
+    return keys
+
+
+def pair_graphs(
+    a: Recording, b: Recording
+) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[str], list[str]]:
+    """Graphs of ``a`` and ``b`` paired by ``graph_keys``; ids only in ``a``, only in ``b``."""
+    in_b = dict(zip(graph_keys(b), b.graphs, strict=True))
+    pairs, only_a = [], []
+    used = set()
+    for key, g in zip(graph_keys(a), a.graphs, strict=True):
+        other = in_b.get(key)
+        if other is None:
+            only_a.append(g["id"])
+        else:
+            pairs.append((g, other))
+            used.add(other["id"])
+    only_b = [g["id"] for g in b.graphs if g["id"] not in used]
+    return pairs, only_a, only_b

@@ -1,0 +1,251 @@
+"""On a GPU: ``graphscope record`` on unchanged programs, and ``record()`` in a process.
+
+The programs are in ``tests/record_programs``. gpt-fast is not part of this repository: its
+test runs when ``GPT_FAST_DIR`` names a checkout. With ``GRAPHSCOPE_KEEP_RECORDINGS=DIR`` the
+recordings are kept in DIR (that is how ``samples/recordings`` is made, docs/DEVELOPING.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import graphscope
+from graphscope.cli import main
+from graphscope.recording import Recording, load_recordings
+
+pytestmark = pytest.mark.gpu
+PROGRAMS = Path(__file__).resolve().parent / "record_programs"
+
+
+def _out(tmp_path: Path, name: str) -> Path:
+    keep = os.environ.get("GRAPHSCOPE_KEEP_RECORDINGS")
+    if not keep:
+        return tmp_path / name
+    path = Path(keep) / name
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def _record(out: Path, program: str, *args: str) -> list[dict[str, Any]]:
+    """Run a program under ``graphscope record``; its JSON lines."""
+    command = [sys.executable, "-m", "graphscope", "record", "--out", str(out), "--"]
+    command += [sys.executable, str(PROGRAMS / program), *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "recording stopped" not in done.stderr, done.stderr[-4000:]
+    assert json.loads((out / "run.json").read_text())["exit_status"] == 0
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def _with_graphs(out: Path) -> Recording:
+    """The one process of the run that instantiated graphs."""
+    recorded = [r for r in load_recordings(out) if r.graphs]
+    assert len(recorded) == 1, [r.folder for r in load_recordings(out)]
+    assert recorded[0].process["status"] == "finished"
+    return recorded[0]
+
+
+def _check_bundles(rec: Recording) -> None:
+    """Every graph with nodes has a bundle that loads, timed from the program's replays."""
+    for g in rec.graphs:
+        path = rec.bundle_path(g)
+        assert path is not None and path.is_file(), g
+        G = graphscope.load(path)
+        assert G.number_of_nodes() == g["nodes"]
+        assert G.graph["recording"]["id"] == g["id"]
+        assert graphscope.load(rec.folder / g["dot"]).number_of_nodes() == g["nodes"]
+        if not g["nodes"] or not g["replays"]:
+            continue
+        timing = G.graph["timing"]
+        assert timing["replay_us"] > 0 and timing["unjoined_records"] == 0
+        assert timing["replays"] >= 5, timing
+        kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+        assert all(d["replay"]["count"] == timing["replays"] for d in kernels)
+        assert all(d["args"] and d["registers"] > 0 for d in kernels)
+
+
+def test_torch_cuda_graph_buckets_in_one_pool(tmp_path: Path) -> None:
+    out = _out(tmp_path, "torch-buckets")
+    (line,) = _record(out, "torch_buckets.py", "--buckets", "1", "2", "4", "--steps", "400")
+    rec = _with_graphs(out)
+    graphs = {g["batch"]: g for g in rec.graphs}
+    assert sorted(graphs) == [1, 2, 4]
+    for batch, g in graphs.items():
+        assert g["capturer"] == "torch.cuda.graph"
+        assert g["site"]["file"].endswith("torch_buckets.py") and g["site"]["line"] > 0
+        # every replay of the program counted, once
+        assert g["replays"] == line["replays_per_bucket"][str(batch)]
+        first = min(g["replays"], rec.settings["first"])  # and a window if one opened
+        assert first <= g["traced_replays"] <= first + rec.settings["window"]
+        assert g["cpu_launch_us"] > 0 and g["replay_us"] > 0
+        assert g["attributed_nodes"] == g["nodes"]
+    pools = {tuple(g["pool"]["id"]) for g in rec.graphs}
+    assert len(pools) == 1  # SGLang's discipline: one pool for every bucket
+    assert all(len(g["pool"]["shared_with"]) == 2 and g["pool"]["bytes"] > 0 for g in rec.graphs)
+    # captured largest first: each smaller bucket is the same site with a new input shape
+    assert graphs[2]["rerecord_of"] == graphs[4]["id"]
+    assert graphs[2]["shape_changes"] == [{"input": 0, "from": [4, 1], "to": [2, 1]}]
+    _check_bundles(rec)
+    G = graphscope.load(rec.bundle_path(graphs[1]))
+    labels = [d["attribution"] for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    assert any(str(a["module"]).startswith("layers.0.attn") for a in labels)
+    named = {p.get("buffer") for _, d in G.nodes(data=True) for p in d.get("pointers", [])}
+    assert "param:layers.0.attn.qkv.weight" in named
+    assert main(["inspect", str(out)]) == 0 and main(["report", str(out)]) == 0
+
+
+def test_a_spawned_worker_is_recorded_and_its_parent_is_not(tmp_path: Path) -> None:
+    out = _out(tmp_path, "spawn-worker")
+    (line,) = _record(out, "spawn_worker.py", "--buckets", "1", "2", "--steps", "200")
+    processes = load_recordings(out)
+    assert len(processes) == 1  # the parent never initialised CUDA
+    rec = _with_graphs(out)
+    assert sorted(g["batch"] for g in rec.graphs) == [1, 2]
+    assert sum(g["replays"] for g in rec.graphs) == line["steps"]
+    _check_bundles(rec)
+
+
+def test_transformers_generate_with_a_static_cache(tmp_path: Path) -> None:
+    out = _out(tmp_path, "hf-generate")
+    _record(out, "hf_generate.py", "--batches", "1", "1", "2", "--new-tokens", "40")
+    rec = _with_graphs(out)
+    real = [g for g in rec.graphs if g["nodes"]]
+    assert {g["batch"] for g in real} >= {1, 2}
+    for g in real:
+        assert g["capturer"] == "inductor"
+        assert g["program_site"]["file"].endswith("hf_generate.py")
+    assert sum(g["replays"] for g in real) > 0
+    _check_bundles(rec)
+    G = graphscope.load(rec.bundle_path(real[0]))
+    compiled = [d for _, d in G.nodes(data=True) if "compiled" in d.get("attribution", {})]
+    assert len(compiled) >= G.number_of_nodes() // 2  # Inductor's generated code names them
+
+
+def test_gpt_fast_generate_under_reduce_overhead(tmp_path: Path) -> None:
+    gpt_fast = os.environ.get("GPT_FAST_DIR")
+    if not gpt_fast:
+        pytest.skip("GPT_FAST_DIR names no gpt-fast checkout")
+    out = _out(tmp_path, "gpt-fast")
+    lines = _record(
+        out,
+        "gpt_fast_driver.py",
+        "--gpt-fast",
+        gpt_fast,
+        "--batch-sizes",
+        "1",
+        "1",
+        "2",
+        "--new-tokens",
+        "60",
+    )
+    assert [line["batch"] for line in lines] == [1, 1, 2]
+    rec = _with_graphs(out)
+    empty = [g for g in rec.graphs if g["nodes"] == 0]
+    assert empty, "CUDA graph trees instantiate an empty graph first"
+    assert graphscope.load(rec.bundle_path(empty[0])).number_of_nodes() == 0
+    real = {g["batch"]: g for g in rec.graphs if g["nodes"]}
+    assert sorted(real) == [1, 2]
+    for g in real.values():
+        assert g["capturer"] == "inductor"
+        assert g["site"]["function"] == "decode_one_token"
+    assert real[1]["replays"] >= 100  # two calls of 59 decode steps, less warm-up and record
+    assert real[2]["rerecord_of"] == real[1]["id"]
+    _check_bundles(rec)
+
+
+def test_record_in_a_process_sees_updates_and_explicit_launches(tmp_path: Path) -> None:
+    import torch
+    from graphscope.capture import record
+    from graphscope.capture._cuda import check, driver
+    from graphscope.capture.update import driver_update
+
+    x = torch.zeros(1 << 16, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x.add_(1)
+        x.mul_(2)
+    torch.cuda.synchronize()
+    with record.record(tmp_path) as recorder:
+        assert recorder is not None
+        a = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(a):
+            x.add_(1)
+        b = torch.cuda.CUDAGraph(keep_graph=True)
+        with torch.cuda.graph(b):
+            x.mul_(2)
+        verdict = driver_update(a, b)  # instantiates A and updates it with B, through the driver
+        drv = driver()
+        exe = check(drv.cuGraphInstantiate(drv.CUgraph(init_value=int(b.raw_cuda_graph())), 0))
+        stream = check(drv.cuStreamCreate(0))
+        for _ in range(8):
+            check(drv.cuGraphLaunch(exe, stream))
+        check(drv.cuStreamSynchronize(stream))
+        check(drv.cuGraphExecDestroy(exe))
+        check(drv.cuStreamDestroy(stream))
+    rec = load_recordings(tmp_path)[0]
+    updated = [g for g in rec.graphs if g["updates"]]
+    assert len(updated) == 1
+    (update,) = updated[0]["updates"]
+    assert update["ok"] == verdict["ok"] and update["result"] == verdict["result"]
+    launched = [g for g in rec.graphs if g["replays"]]
+    assert len(launched) == 1 and launched[0]["replays"] == 8
+    assert launched[0]["destroyed_at_s"] is not None
+    _check_bundles(rec)
+
+
+def test_a_failing_callback_stops_recording_once_and_the_program_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    from graphscope.capture import record
+
+    def broken(self: Any, cbdata: Any) -> None:
+        raise RuntimeError("a planted failure")
+
+    monkeypatch.setattr(record.Recorder, "_exec_created", broken)
+    x = torch.zeros(16, device="cuda")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x.add_(1)
+    torch.cuda.synchronize()
+    with record.record(tmp_path) as recorder:
+        assert recorder is not None
+        for _ in range(2):
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                x.add_(1)
+            graph.replay()
+    torch.cuda.synchronize()
+    assert x.sum().item() == 16 * (1 + 2)  # the program's work was done
+    said = [line for line in capsys.readouterr().err.splitlines() if "graphscope record" in line]
+    assert len(said) == 1 and "a planted failure" in said[0], said
+    (rec,) = load_recordings(tmp_path)
+    assert rec.process["status"] == "stopped"
+
+
+def test_a_profiler_holding_cupti_leaves_the_program_unrecorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Last in this file: once torch.profiler has run, Kineto keeps the process's subscriber.
+    import torch
+    from graphscope.capture import record
+
+    x = torch.zeros(16, device="cuda")
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
+        x.add_(1)
+        with record.record(tmp_path) as recorder:
+            assert recorder is None
+            x.add_(1)  # the program goes on
+    torch.cuda.synchronize()
+    said = [line for line in capsys.readouterr().err.splitlines() if "graphscope record" in line]
+    assert len(said) == 1 and "runs unrecorded" in said[0], said
+    (rec,) = load_recordings(tmp_path)
+    assert rec.process["status"] == "stopped" and "profiler" in rec.process["stop_reason"]

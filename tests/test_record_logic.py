@@ -1,0 +1,169 @@
+"""The parts of ``graphscope record`` that need no GPU: sampling, joining records, frames."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import FrameType, SimpleNamespace
+from typing import Any
+
+from graphscope.capture import sites
+from graphscope.capture.record import Capture, Life, _pool_id, _rerecord_reason, _shape_changes
+from graphscope.capture.sampling import Replays, Schedule
+
+from graphscope.recording import Settings
+
+EXEC = 7 << 32  # CUPTI's graph node id: (exec id << 32) | local id
+
+
+def test_the_first_launches_of_each_graph_then_a_window_every_few_seconds() -> None:
+    schedule = Schedule(Settings(first=2, every_s=1.0, window=2), now_s=0.0)
+    launches = [(0, 0.0), (1, 0.1), (2, 0.2), (2, 0.9), (2, 1.1), (3, 1.2), (4, 1.3), (4, 1.5)]
+    assert [schedule.wants(n, t) for n, t in launches] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert schedule.windows == 1
+    assert schedule.wants(4, 2.2) and schedule.windows == 2
+    off = Schedule(Settings(first=1, every_s=0, window=5), now_s=0.0)
+    assert [off.wants(n, 100.0 * n) for n in range(3)] == [True, False, False]
+
+
+def _replay(replays: Replays, correlation: int, start: int, nodes: int = 3) -> None:
+    for local in range(nodes):
+        replays.add(EXEC | local, start + 10 * local, start + 10 * local + 4, correlation)
+    replays.cpu_launch_ns[correlation] = 5000
+
+
+def test_replays_are_told_apart_by_their_launch_and_partial_ones_are_left_out() -> None:
+    replays = Replays()
+    for i, correlation in enumerate((11, 12, 13, 14)):
+        _replay(replays, correlation, 1000 * i)
+    replays.skip.add(11)  # the launch that carried CUPTI's setup
+    _replay(replays, 15, 9000, nodes=2)  # cut at a window's edge
+    assert replays.count == 4
+    timing, summary = replays.copy().timing({0: "a", 1: "b", 2: "c"})
+    assert summary["replays"] == 3 and summary["partial_replays"] == 1
+    assert summary["replay_us"] == 0.024 and summary["cpu_launch_us"] == 5.0
+    assert timing.nodes["a"]["count"] == 3 and timing.nodes["a"]["median_us"] == 0.004
+    assert timing.unjoined == 0 and timing.missing == []
+
+
+def test_without_launch_ids_each_nodes_records_are_taken_in_order() -> None:
+    replays = Replays()
+    for i in range(3):
+        _replay(replays, 0, 1000 * i)  # one correlation id for all: no way to tell launches
+    timing, summary = replays.timing({0: "a", 1: "b", 2: "c"})
+    assert summary["replays"] == 3 and summary["cpu_launch_us"] is None
+    assert all(stats["count"] == 3 for stats in timing.nodes.values())
+
+
+def _capture(**inputs: list[int]) -> Capture:
+    entries = [{"input": int(k[1:]), "shape": v, "dtype": "int64"} for k, v in inputs.items()]
+    return Capture(began_ns=0, site=None, capturer="inductor", inputs=entries)
+
+
+def test_a_graph_recorded_again_says_which_inputs_changed() -> None:
+    before, after = _capture(i0=[1, 1], i4=[1]), _capture(i0=[2, 1], i4=[1])
+    assert _shape_changes(before, after) == [{"input": 0, "from": [1, 1], "to": [2, 1]}]
+    life = Life("g5", 0, 5, 1, after, 0, None, shape_changes=_shape_changes(before, after))
+    assert _rerecord_reason(before, after, life) == "new input shapes"
+    same = Life("g8", 0, 8, 1, before, 0, None)
+    assert _rerecord_reason(before, _capture(i0=[1, 1], i4=[1]), same) == "same input shapes"
+    recompiled = _capture(i0=[1, 1], i4=[1])
+    before.function, recompiled.function = "FunctionID(id=0)", "FunctionID(id=1)"
+    assert "compiled the function again" in str(_rerecord_reason(before, recompiled, same))
+    unknown = Capture(began_ns=0, site=None, capturer="torch.cuda.graph")
+    assert _rerecord_reason(unknown, after, same) is None
+
+
+def test_memory_pool_ids_in_every_form_torch_takes_them() -> None:
+    assert _pool_id((0, 3)) == (0, 3)
+    assert _pool_id(((0, 3),)) == (0, 3)  # older torch keeps (pool,)
+    assert _pool_id(SimpleNamespace(id=(1, 2))) == (1, 2)  # torch.cuda.MemPool
+    assert _pool_id(()) is None and _pool_id(None) is None and _pool_id("x") is None
+
+
+def test_tensor_inputs_leave_static_ones_out_and_give_the_batch() -> None:
+    def tensor(*shape: int) -> Any:
+        return SimpleNamespace(shape=shape, dtype="torch.float16")
+
+    values = [tensor(4096, 512), tensor(8, 1), 3, tensor(1)]
+    inputs = sites.tensor_inputs(values, static={0})
+    assert inputs == [
+        {"input": 1, "shape": [8, 1], "dtype": "float16"},
+        {"input": 3, "shape": [1], "dtype": "float16"},
+    ]
+    assert sites.batch_of(inputs) == 8
+    assert sites.batch_of([{"input": 0, "shape": [], "dtype": "int64"}]) is None
+
+
+def _frame_in(path: Path, source: str, call: str) -> FrameType:
+    """The frame of ``call`` run from code whose file is ``path`` (written there)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    namespace: dict[str, Any] = {"grab": lambda: sys._getframe(1)}
+    exec(compile(source, str(path), "exec"), namespace)
+    frame: FrameType = namespace[call]()
+    return frame
+
+
+def test_frames_find_the_users_line_the_programs_line_and_the_capturer(tmp_path: Path) -> None:
+    library = tmp_path / "lib" / "torch"
+    installed = tmp_path / "site-packages" / "transformers" / "generation.py"
+    user = tmp_path / "app" / "serve.py"
+    engine = tmp_path / "lib" / "torch" / "_inductor" / "cudagraph_trees.py"
+    graphs = tmp_path / "lib" / "torch" / "cuda" / "graphs.py"
+    # serve.py calls generate() in transformers, which calls Inductor, which calls the graph
+    namespace: dict[str, Any] = {}
+    chain = [
+        (graphs, "def capture():\n    return grab()\n"),
+        (engine, "def _record():\n    return capture()\n"),
+        (installed, "def generate():\n    return _record()\n"),
+        (user, "def main():\n    return generate()\n"),
+    ]
+    namespace["grab"] = lambda: sys._getframe(1)
+    for path, source in chain:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+        exec(compile(source, str(path), "exec"), namespace)
+    frame = namespace["main"]()
+    frames = sites.Frames((str(library) + "/",))
+    assert frames.user_frame(frame).f_code.co_name == "generate"  # outside torch
+    assert frames.program_frame(frame).f_code.co_name == "main"  # outside installed packages
+    assert sites.capturer(frame) == "inductor"  # though torch.cuda.graph is innermost
+    assert sites.site(frames.user_frame(frame)) == {
+        "file": str(installed),
+        "line": 2,
+        "function": "generate",
+    }
+    assert sites.capturer(
+        _frame_in(tmp_path / "plain.py", "def f():\n    return grab()\n", "f")
+    ) == ("stream capture")
+
+
+_GENERATED = """def call():
+    buf0 = None
+    # Topologically Sorted Source Nodes: [linear, silu], Original ATen: [aten.mm, aten.silu]
+    stream0 = buf0
+    return grab()
+"""
+
+
+def test_compiled_code_names_what_each_kernel_call_fuses(tmp_path: Path) -> None:
+    cache = tmp_path / "torchinductor_root"
+    frame = _frame_in(cache / "ab" / "cabc.py", _GENERATED, "call")
+    frames = sites.Frames((str(cache) + "/",), (str(cache) + "/",))
+    assert frames.compiled_origin(frame) == {
+        "source_nodes": "linear, silu",
+        "aten": "aten.mm, aten.silu",
+    }
+    assert frames.user_frame(frame) is not frame  # generated code is never the user's line
+    plain = _frame_in(tmp_path / "user.py", "def f():\n    return grab()\n", "f")
+    assert frames.compiled_origin(plain) is None

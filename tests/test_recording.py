@@ -1,0 +1,294 @@
+"""Recordings made by ``graphscope record`` on the H200 (samples/recordings), read anywhere."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import graphscope
+from graphscope.analysis.lifecycle import catalog, notes, pair_graphs, process_report
+from graphscope.cli import _split_record, main
+from graphscope.errors import BundleFormatError, InputError
+from graphscope.recording import (
+    Recording,
+    Settings,
+    is_recording,
+    load_recording,
+    load_recordings,
+    process_label,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDINGS = ROOT / "samples" / "recordings"
+NAMES = ("torch-buckets", "spawn-worker", "hf-generate", "gpt-fast")
+
+
+def _main_process(name: str) -> Recording:
+    (rec,) = [r for r in load_recordings(RECORDINGS / name) if r.graphs]
+    return rec
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_sample_recording_loads_with_its_bundles_and_dumps(name: str) -> None:
+    folder = RECORDINGS / name
+    assert is_recording(folder)
+    run = json.loads((folder / "run.json").read_text())
+    assert run["exit_status"] == 0 and run["device"] == "NVIDIA H200"
+    manifest = [
+        json.loads(line) for line in (RECORDINGS / "manifest.jsonl").read_text().splitlines()
+    ]
+    assert {"recording": name, **run} in manifest
+    rec = _main_process(name)
+    assert rec.process["status"] == "finished" and rec.settings["first"] == 20
+    for g in rec.graphs:
+        G = graphscope.load(rec.bundle_path(g))
+        assert G.number_of_nodes() == g["nodes"]
+        assert G.graph["recording"]["id"] == g["id"]
+        dump = graphscope.load(rec.folder / g["dot"])
+        assert set(dump) == set(G)
+        if g["replays"]:
+            assert G.graph["timing"]["replays"] > 0
+            assert G.graph["timing"]["source"].startswith("the program's own replays")
+            timed = [d for _, d in G.nodes(data=True) if "replay" in d]
+            assert len(timed) == g["nodes"]
+
+
+def test_the_bucket_recording_answers_which_batch_hits_which_graph() -> None:
+    rec = _main_process("torch-buckets")
+    rows = {row["batch"]: row for row in catalog(rec)}
+    assert sorted(rows) == [1, 2, 4]
+    assert sum(row["replays"] for row in rows.values()) == 400  # the program's 400 steps
+    assert all(row["capturer"] == "torch.cuda.graph" for row in rows.values())
+    assert all(row["site"].startswith("torch_buckets.py:") for row in rows.values())
+    # one pool shared by all three (SGLang's discipline), counted once for the process
+    assert all(len(row["pool_shared_with"]) == 2 for row in rows.values())
+    report = process_report(rec)
+    assert report.pool_bytes == rows[4]["pool_bytes"] > 0
+    assert rows[2]["rerecord_of"] == rows[4]["id"]
+    assert rows[2]["shape_changes"] == ["input 0: [4, 1] -> [2, 1]"]
+    assert rows[2]["rerecord_reason"] == "new input shapes"
+    shares = [row["gpu_share_pct"] for row in rows.values()]
+    assert sum(shares) == pytest.approx(100.0)
+    assert [n.code for n in notes(rec)] == ["graph-per-size"]
+
+
+def test_a_graph_recorded_again_with_the_same_shapes_is_a_warning() -> None:
+    rec = _main_process("hf-generate")
+    found = {n.code: n for n in notes(rec)}
+    same = found["same-shape-rerecord"]
+    assert same.severity == "warning"
+    # the second generate() call of batch 1: a new static cache, so the graph is recorded again
+    (line,) = [d for d in same.details if " again after " in d]
+    g = next(g for g in rec.graphs if line.startswith(g["id"] + " "))
+    assert g["batch"] == 1 and g["rerecord_reason"] == "same input shapes"
+    assert all(g["capturer"] == "inductor" for g in rec.graphs)
+    assert rec.graphs[0]["program_site"]["file"].endswith("hf_generate.py")
+
+
+def test_gpt_fast_recording_holds_the_empty_graph_inductor_makes_first() -> None:
+    rec = _main_process("gpt-fast")
+    empty = [g for g in rec.graphs if g["nodes"] == 0]
+    assert len(empty) == 1 and empty[0]["replays"] == 0
+    assert graphscope.load(rec.bundle_path(empty[0])).number_of_nodes() == 0
+    assert graphscope.load(rec.folder / empty[0]["dot"]).number_of_nodes() == 0
+    real = {g["batch"]: g for g in rec.graphs if g["nodes"]}
+    assert sorted(real) == [1, 2] and real[2]["rerecord_of"] == real[1]["id"]
+    assert real[1]["site"]["function"] == "decode_one_token"
+    G = graphscope.load(rec.bundle_path(real[1]))
+    labels = [d["attribution"] for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    fused = [a["compiled"]["source_nodes"] for a in labels if "compiled" in a]
+    assert len(fused) == len(labels)  # every kernel was launched by Inductor's generated code
+    assert sum(1 for f in fused if f) >= 0.9 * len(fused)  # and it names what each fuses
+    # every other process of the run (Inductor's compile workers) made no graph
+    others = [r for r in load_recordings(RECORDINGS / "gpt-fast") if not r.graphs]
+    assert others and all("compile_worker" in process_label(r) for r in others)
+
+
+def test_recordings_pair_graph_by_graph_for_diff() -> None:
+    a, b = _main_process("torch-buckets"), _main_process("spawn-worker")
+    pairs, only_a, only_b = pair_graphs(a, b)
+    assert sorted(ga["batch"] for ga, _ in pairs) == [1, 2]
+    assert all(ga["batch"] == gb["batch"] for ga, gb in pairs)
+    assert [g["batch"] for g in a.graphs if g["id"] in only_a] == [4] and only_b == []
+
+
+def test_the_cli_reads_recording_folders(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = str(RECORDINGS / "torch-buckets")
+    assert main(["inspect", folder]) == 0
+    out = capsys.readouterr().out
+    assert "graphscope recording, 1 process" in out and "torch_buckets.py:" in out
+    assert main(["report", folder]) == 0
+    out = capsys.readouterr().out
+    assert "the life of each graph" in out and "replayed 192 times" in out
+    assert main(["inspect", "--json", folder]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert sorted(r["batch"] for r in entry["recording"][0]["rows"]) == [1, 2, 4]
+    assert main(["diff", folder, str(RECORDINGS / "spawn-worker")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("cudaGraphExecUpdate SUCCESS") == 2 and "only in A" in out
+    bundle = str(RECORDINGS / "spawn-worker" / "pid571" / "g2.json.gz")
+    assert main(["diff", folder, bundle]) == 2
+    assert "is a recording and the other is a graph file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda doc: doc["graphs"][0].update(replays="many"), 'graphs[0].replays: "many" is not'),
+        (lambda doc: doc["graphs"][0].update(bundle="../x.json.gz"), "is not a file name"),
+        (lambda doc: doc["process"].update(status="sleeping"), "process.status"),
+        (lambda doc: doc.update(format="something-else"), "not a graphscope recording index"),
+        (lambda doc: doc.update(schema_version=99), "read it with a newer graphscope"),
+        (lambda doc: doc["graphs"].append(dict(doc["graphs"][0])), "the same id"),
+    ],
+)
+def test_a_broken_index_is_one_line_naming_the_file_and_field(
+    tmp_path: Path, edit: object, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "rec"
+    shutil.copytree(RECORDINGS / "torch-buckets" / "pid505", folder / "pid505")
+    index = folder / "pid505" / "recording.json"
+    doc = json.loads(index.read_text())
+    edit(doc)  # type: ignore[operator]
+    index.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=re.escape(message)):
+        load_recordings(folder)
+    assert main(["inspect", str(folder)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(index) in err[0] and "Traceback" not in err[0]
+
+
+def test_a_truncated_index_and_a_folder_without_one(tmp_path: Path) -> None:
+    index = tmp_path / "pid1" / "recording.json"
+    index.parent.mkdir()
+    index.write_text((RECORDINGS / "torch-buckets" / "pid505" / "recording.json").read_text()[:500])
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_recording(index)
+    with pytest.raises(InputError, match="not a recording folder"):
+        load_recordings(tmp_path / "pid1" / "nothing")
+
+
+def test_a_bundle_whose_recording_section_has_wrong_types_is_refused(tmp_path: Path) -> None:
+    source = RECORDINGS / "torch-buckets" / "pid505" / "g2.json.gz"
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    doc["recording"]["graph"]["replays"] = [1, 2]
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    with pytest.raises(BundleFormatError, match=r"recording\.graph\.replays"):
+        graphscope.load(bad)
+
+
+def test_a_recording_bundle_round_trips(tmp_path: Path) -> None:
+    G = graphscope.load(RECORDINGS / "torch-buckets" / "pid505" / "g8.json.gz")
+    for suffix in (".json.gz", ".dot"):
+        H = graphscope.load(graphscope.save(G, tmp_path / f"g{suffix}"))
+        assert H.graph["recording"] == G.graph["recording"]
+        assert dict(H.nodes(data=True)) == dict(G.nodes(data=True))
+
+
+def test_settings_come_from_the_environment_safely() -> None:
+    assert Settings.from_dict({"first": 5, "every_s": 2, "window": 3}).as_dict() == {
+        "first": 5,
+        "every_s": 2.0,
+        "window": 3,
+        "attribution": True,
+    }
+    assert Settings.from_dict({"first": -1, "every_s": "x", "window": True}) == Settings()
+    assert Settings.from_dict(None) == Settings()
+
+
+def test_record_options_stop_where_the_program_begins() -> None:
+    assert _split_record(["record", "--out", "d", "--first", "3", "--", "python", "-m", "x"]) == (
+        ["record", "--out", "d", "--first", "3"],
+        ["--", "python", "-m", "x"],
+    )
+    assert _split_record(["record", "-m", "pkg.mod", "--out", "x"]) == (
+        ["record"],
+        ["-m", "pkg.mod", "--out", "x"],
+    )
+    assert _split_record(["record", "--no-attribution", "train.py", "-v"]) == (
+        ["record", "--no-attribution"],
+        ["train.py", "-v"],
+    )
+
+
+def test_record_without_a_program_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--out", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "record needs a program to run" in err
+
+
+_FAKE_TORCH = """
+import types
+_queued = []
+def _lazy_call(fn):
+    _queued.append(fn)
+def _lazy_init():
+    for fn in _queued:
+        fn()
+cuda = types.SimpleNamespace(_lazy_call=_lazy_call, _lazy_init=_lazy_init)
+"""
+_PROGRAM = """
+import multiprocessing, sys
+def work():
+    import torch
+    torch.cuda._lazy_init()
+    print("worker ran")
+if __name__ == "__main__":
+    process = multiprocessing.get_context("spawn").Process(target=work)
+    process.start()
+    process.join()
+    print("parent never initialised CUDA", process.exitcode)
+"""
+
+
+def test_python_processes_a_program_starts_reach_the_recorder(tmp_path: Path) -> None:
+    """The start-up hook, on a machine without CUDA: a stand-in torch says when CUDA starts.
+
+    Only the spawned worker, which initialises CUDA, reaches the recorder; where CUPTI is
+    missing it says so once and runs on, and its recording says why it is empty.
+    """
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)
+    (fake / "torch" / "__init__.py").write_text(_FAKE_TORCH)
+    program = tmp_path / "program.py"
+    program.write_text(_PROGRAM)
+    out = tmp_path / "rec"
+    env = {**__import__("os").environ, "PYTHONPATH": str(fake)}
+    done = subprocess.run(
+        [sys.executable, "-m", "graphscope", "record", "--out", str(out), str(program)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "worker ran" in done.stdout and "parent never initialised CUDA 0" in done.stdout
+    (rec,) = load_recordings(out)
+    assert rec.process["pid"] != done.returncode and rec.graphs == []
+    if rec.process["status"] == "stopped":  # no CUPTI here: said once, program unharmed
+        said = [line for line in done.stderr.splitlines() if "runs unrecorded" in line]
+        assert len(said) == 1 and str(rec.process["pid"]) in said[0]
+
+
+def test_an_empty_graph_round_trips_and_an_empty_foreign_dot_is_refused(tmp_path: Path) -> None:
+    from graphscope.errors import DotFormatError
+
+    dump = RECORDINGS / "gpt-fast" / "pid923" / "g2.dot"
+    G = graphscope.load(dump)
+    assert G.number_of_nodes() == 0 and G.graph["root_graph_ids"] == [1]
+    for suffix in (".json.gz", ".dot"):
+        H = graphscope.load(graphscope.save(G, tmp_path / f"empty{suffix}"))
+        assert H.number_of_nodes() == 0 and H.graph["root_graph_ids"] == [1]
+    foreign = tmp_path / "other.dot"
+    foreign.write_text("digraph G {}\n")
+    with pytest.raises(DotFormatError, match="the DOT graph has no nodes"):
+        graphscope.load(foreign)
