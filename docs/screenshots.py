@@ -3,7 +3,8 @@
     python docs/screenshots.py     # needs Debian's chromium and chromium-driver, and selenium
 
 Opens the tiny-llama b1 sample coloured by replay time, clicks its slowest node and saves the
-page; then opens a DOT dump. Nothing in the pictures is edited.
+page; then the catalog of two recordings (samples/recordings). Nothing in the pictures is
+edited.
 """
 
 from __future__ import annotations
@@ -23,6 +24,23 @@ ROOT = Path(__file__).resolve().parent.parent
 LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
 DOT = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
 OUT = ROOT / "docs" / "img"
+RECORDINGS = ROOT / "samples" / "recordings"
+
+
+def catalog() -> None:
+    """The catalog page of the hf-generate and gpt-fast recordings."""
+    url, server = serve_in_thread([RECORDINGS / "hf-generate", RECORDINGS / "gpt-fast"])
+    driver = headless_chromium(1600, 900)
+    try:
+        driver.get(url)
+        WebDriverWait(driver, 20).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "#catalog-page button.link"))
+        )
+        time.sleep(1.0)
+        driver.save_screenshot(str(OUT / "catalog.png"))
+    finally:
+        driver.quit()
+        server.shutdown()
 
 
 def main() -> None:
@@ -62,3 +80,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    catalog()
