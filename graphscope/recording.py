@@ -69,6 +69,25 @@ GRAPH_FIELDS: dict[str, tuple[type, ...]] = {
     "attributed_nodes": _OPTIONAL_INT,
     "error": _OPTIONAL_STR,  # why no bundle could be written for it
 }
+_SITE_FIELDS: dict[str, tuple[type, ...]] = {
+    "file": _OPTIONAL_STR,
+    "line": _OPTIONAL_INT,
+    "function": _OPTIONAL_STR,
+}
+#: Objects inside a graph entry: field -> (their fields, whether it is a list of them).
+_NESTED: dict[str, tuple[dict[str, tuple[type, ...]], bool]] = {
+    "site": (_SITE_FIELDS, False),
+    "program_site": (_SITE_FIELDS, False),
+    "pool": ({"id": (list, type(None)), "bytes": _OPTIONAL_INT, "shared_with": (list,)}, False),
+    "updates": ({"at_s": _NUMBER, "ok": (bool,), "result": _OPTIONAL_STR}, True),
+    "inputs": ({"input": (int,), "shape": (list,), "dtype": _OPTIONAL_STR}, True),
+    "shape_changes": (
+        {"input": (int,), "from": (list, type(None)), "to": (list, type(None))},
+        True,
+    ),
+}
+#: Fields of those objects that are lists of integers (pool ids, shapes).
+_INT_LISTS = {"pool": ("id",), "inputs": ("shape",), "shape_changes": ("from", "to")}
 #: Process fields: name -> allowed JSON types.
 PROCESS_FIELDS: dict[str, tuple[type, ...]] = {
     "pid": (int,),
@@ -130,7 +149,12 @@ class Settings:
         out = cls()
         for name, kind in (("first", int), ("every_s", float), ("window", int)):
             value = data.get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+            if (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
                 setattr(out, name, kind(value))
         if isinstance(data.get("attribution"), bool):
             out.attribution = data["attribution"]
@@ -178,7 +202,7 @@ def _check_fields(
             continue
         item = value[name]
         # bool is an int in Python and never a valid count or id here.
-        if isinstance(item, bool) or not isinstance(item, types):
+        if (isinstance(item, bool) and bool not in types) or not isinstance(item, types):
             shown = json.dumps(item)[:40]
             wanted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise _fail(path, f"{where}.{name}", f"{shown} is not {wanted}")
@@ -197,21 +221,22 @@ def check_graph_entry(value: Any, path: Any, where: str) -> dict[str, Any]:
         file = entry.get(name)
         if isinstance(file, str) and (Path(file).name != file or file in ("", ".", "..")):
             raise _fail(path, f"{where}.{name}", f"{file!r} is not a file name in the folder")
-    site = entry.get("site")
-    if site is not None:
-        _check_fields(
-            site,
-            {"file": _OPTIONAL_STR, "line": _OPTIONAL_INT, "function": _OPTIONAL_STR},
-            path,
-            f"{where}.site",
-        )
-    pool = entry.get("pool")
-    if pool is not None:
-        _check_fields(pool, {"bytes": _OPTIONAL_INT, "shared_with": (list,)}, path, f"{where}.pool")
-    for name in ("updates", "shape_changes", "inputs"):
-        items = entry.get(name)
-        if isinstance(items, list) and not all(isinstance(i, dict) for i in items):
+    for name, (fields, many) in _NESTED.items():
+        item = entry.get(name)
+        if item is None:
+            continue
+        if many and not isinstance(item, list):
             raise _fail(path, f"{where}.{name}", "not a list of objects")
+        for i, obj in enumerate(item if many else [item]):
+            here = f"{where}.{name}[{i}]" if many else f"{where}.{name}"
+            _check_fields(obj, fields, path, here)
+            for key in _INT_LISTS.get(name, ()):
+                values = obj.get(key)
+                if values is not None and not all(type(v) is int for v in values):
+                    raise _fail(path, f"{here}.{key}", "not a list of integers")
+    shared = (entry.get("pool") or {}).get("shared_with") or []
+    if not all(isinstance(other, str) for other in shared):
+        raise _fail(path, f"{where}.pool.shared_with", "not a list of graph ids")
     entry.setdefault("replays", 0)
     entry.setdefault("traced_replays", 0)
     entry.setdefault("updates", [])

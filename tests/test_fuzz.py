@@ -24,6 +24,9 @@ SEEDS = [
 _G = graphscope.load(DOT / "torch-multistream" / "flags-verbose.dot")
 SEEDS.append(graphscope.bundle.dumps(_G).encode())
 SEEDS.append(gzip.compress(SEEDS[-1], mtime=0))
+_RECORDED = DOT.parent / "recordings" / "torch-buckets" / "pid505"
+SEEDS.append(gzip.decompress((_RECORDED / "g8.json.gz").read_bytes()))  # a recording section
+SEEDS.append((DOT.parent / "recordings" / "gpt-fast" / "pid923" / "g2.dot").read_bytes())  # empty
 
 
 @st.composite
