@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import datetime
 import json
 import os
 import shlex
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ._cuda import check, driver, nvrtc, require, runtime
-from .environment import device_info, versions
+from .environment import device_info, now_iso, versions
 from .introspect import describe_graph
 
 # The four flag sets the DOT reader must handle; "all" ORs every CUgraphDebugDot_flags member.
@@ -725,7 +724,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m graphscope.capture.dot_samples " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
     )
-    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    date = now_iso()
 
     def explicit() -> Any:
         graph, b = build_explicit(kernels, torch)

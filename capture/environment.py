@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
@@ -24,24 +25,34 @@ def versions() -> dict[str, Any]:
     return out
 
 
+def now_iso() -> str:
+    """The time now, UTC, to the second: when a capture or recording was made."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def nvidia_smi() -> dict[str, Any]:
+    """The GPU's name and driver version from nvidia-smi, which initialises no CUDA context
+    in this process (None each where it cannot be run)."""
+    try:
+        line = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.splitlines()[0]
+        name, driver_version = (part.strip() for part in line.split(",", 1))
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
+        return {"device": None, "driver": None}
+    return {"device": name, "driver": driver_version}
+
+
 def device_info(torch: Any) -> dict[str, Any]:
     """GPU name, driver version and CUDA versions, as the bundle's metadata records them."""
-    info: dict[str, Any] = {"device": torch.cuda.get_device_name()}
-    try:
-        line = (
-            subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                check=True,
-                timeout=30,
-            )
-            .stdout.strip()
-            .splitlines()[0]
-        )
-        info["driver"] = line.strip()
-    except (OSError, subprocess.SubprocessError, IndexError):
-        info["driver"] = None
+    info: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "driver": nvidia_smi()["driver"],
+    }
     api = check(driver().cuDriverGetVersion(), "cuDriverGetVersion")
     info["cuda_driver_api"] = api
     info["cuda"] = torch.version.cuda

@@ -113,6 +113,11 @@ def pointer_map(
     return PointerMap(regions, spans)
 
 
+def allocated_in(segments: list[dict[str, Any]], pool: tuple[int, ...]) -> int:
+    """Bytes of the allocator segments (``torch.cuda.memory_snapshot()``) in a graph pool."""
+    return sum(s["total_size"] for s in segments if tuple(s.get("segment_pool_id") or ()) == pool)
+
+
 def live_models(torch: Any) -> list[tuple[str, Any]]:
     """The outermost ``nn.Module`` trees alive in the process that hold CUDA tensors.
 

@@ -17,9 +17,9 @@ One CUPTI subscriber (``callbacks``) watches the process:
   records join nodes by graph node id;
 * ``cudaGraphExecUpdate`` results, and executable graphs destroyed.
 
-The recorder's thread builds bundles (``grab.build``) once no graph has been grabbed for a
-moment, folds timing in, and rewrites ``recording.json`` whole as the run goes, so a killed
-program leaves a readable recording. A failure inside a callback is reported once on stderr and
+The recorder's thread builds bundles (``grab.build``) and collects timing records while the
+program rests, and rewrites ``recording.json`` whole as the run goes, so a killed program
+leaves a readable recording. A failure inside a callback is reported once on stderr and
 recording stops; the program goes on.
 """
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import datetime
 import json
 import os
 import signal
@@ -48,6 +47,8 @@ from graphscope.io import write_atomic
 
 from . import callbacks, grab, introspect, sites
 from ._cuda import cupti, require
+from .environment import now_iso
+from .pointers import allocated_in, live_models, pointer_map
 from .sampling import Replays, Schedule, Settings
 from .trace import GPU_KINDS, enable_kinds, start_activities, stop_activities
 
@@ -86,10 +87,6 @@ _SKIP_LOGGERS = (
 )
 
 
-def _now_iso() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 @dataclass
 class Capture:
     """A stream capture, from its beginning to the graph it made."""
@@ -99,7 +96,6 @@ class Capture:
     capturer: str
     program_site: dict[str, Any] | None = None  # the program's own line (not a package's)
     inputs: list[dict[str, Any]] | None = None  # the non-static tensor inputs
-    static_inputs: int = 0  # inputs torch treats as static (parameters, buffers)
     batch: int | None = None
     function: str | None = None  # Inductor's function id: one compiled function's graphs
     ended_ns: int | None = None
@@ -121,7 +117,6 @@ class Life:
     """One executable graph, from capture to destruction."""
 
     id: str
-    exec_handle: int
     exec_id: int
     graph_id: int | None
     capture: Capture | None
@@ -165,7 +160,7 @@ class Recorder:
         self.settings = settings or Settings()
         self.pid = os.getpid()
         self.started_ns = time.perf_counter_ns()
-        self.started_at = _now_iso()
+        self.started_at = now_iso()
         self.folder = self.run_dir / _process_folder_name(self.pid)
         self.lives: list[Life] = []
         self.by_exec: dict[int, Life] = {}
@@ -214,11 +209,12 @@ class Recorder:
         self._torch = require("torch")
         from .attribution import Attribution, _generated_code_dirs, library_paths
 
-        self._frames = sites.Frames(library_paths(self._torch), _generated_code_dirs())
-        self._cuda_graph_type = getattr(getattr(self._torch, "_C", None), "_CUDAGraph", None)
-        if self.settings.attribution:
+        if self.settings.attribution:  # its frame reader serves the recorder's too
             self._attribution = Attribution()
-            self._attribution.frames = self._frames
+            self._frames = self._attribution.frames
+        else:
+            self._frames = sites.Frames(library_paths(self._torch), _generated_code_dirs())
+        self._cuda_graph_type = getattr(getattr(self._torch, "_C", None), "_CUDAGraph", None)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._process = self._process_info()
         api = cupti()
@@ -380,7 +376,6 @@ class Recorder:
             capture.function = str(getattr(wrapped, "id", "")) or None
             if inputs is not None:
                 capture.inputs = sites.tensor_inputs(inputs, static)
-                capture.static_inputs = sum(1 for i in static if i < len(inputs))
                 capture.batch = sites.batch_of(capture.inputs)
             return
         if capture.capturer == "vllm":  # CUDAGraphWrapper holds its BatchDescriptor
@@ -448,7 +443,6 @@ class Recorder:
         capture = self.by_graph.pop(graph, None)
         life = Life(
             id=f"g{exec_id}",
-            exec_handle=exe,
             exec_id=exec_id,
             graph_id=None,
             capture=capture,
@@ -515,8 +509,7 @@ class Recorder:
             self.unknown_launches += 1
             return
         life.replays += 1
-        now_s = (began - self.started_ns) / 1e9
-        wanted = self._schedule.wants(life.traced, now_s)
+        wanted = self._schedule.wants(life.traced, self._since_s(began))
         if wanted != self._tracing:
             # Turned on before the launch is submitted; off at the first launch not traced,
             # so that the last traced one's records are all in flight by then.
@@ -630,8 +623,6 @@ class Recorder:
         pending = [life for life in list(self.lives) if life.snapshot is not None]
         if not pending:
             return
-        from .pointers import live_models, pointer_map
-
         torch = self._torch
         try:
             segments = torch.cuda.memory_snapshot()
@@ -657,9 +648,8 @@ class Recorder:
             G = grab.build(snap, life.dot_tmp, pointers)
             life.attributed = grab.attach_labels(G, life.labels)
             life.labels = {}
-            root = G.graph.get("root_graph_ids", [snap.graph_id])[0]
             life.local_ids = {
-                d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == root
+                d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == snap.graph_id
             }
             capture = life.capture
             if capture is not None and capture.pool is None and capture.owner is not None:
@@ -668,7 +658,7 @@ class Recorder:
                     with contextlib.suppress(Exception):
                         capture.pool = tuple(int(x) for x in owner.pool())
             if capture is not None and capture.pool is not None:
-                life.pool_bytes = _pool_bytes(segments, capture.pool)
+                life.pool_bytes = allocated_in(segments, capture.pool)
             G.graph.update(self._metadata(life))
             life.graph = G
             life.dot = f"{life.id}.dot"
@@ -695,7 +685,7 @@ class Recorder:
             command=" ".join(self._process.get("argv") or []),
             model=life.id,
             batch_size=life.capture.batch if life.capture is not None else None,
-            captured_at=_now_iso(),
+            captured_at=now_iso(),
             attributed_nodes=life.attributed or 0,
         )
         return meta
@@ -713,7 +703,7 @@ class Recorder:
         if timed.count and timed.count != life.written_with:
             timing, summary = timed.timing(life.local_ids)
             # What the program pays per launch is the untraced call; CUPTI makes a traced one
-            # slower (83 against 110 us on the H200 for a 62-node graph).
+            # slower (83 against 119 us on the H200: hf-generate's 62-node graph, medians).
             summary["cpu_launch_traced_us"] = summary["cpu_launch_us"]
             summary["cpu_launch_us"] = _median_us(life.launch_ns) or summary["cpu_launch_us"]
             for key in G:
@@ -825,8 +815,8 @@ class Recorder:
                 self._process["device"] = self._torch.cuda.get_device_name()
         process = {
             **self._process,
-            "updated_at": _now_iso(),
-            "ended_at": _now_iso() if ended else None,
+            "updated_at": now_iso(),
+            "ended_at": now_iso() if ended else None,
             "status": self.status,
             "stop_reason": self.stop_reason,
         }
@@ -938,11 +928,6 @@ def _rerecord_reason(before: Capture | None, after: Capture, life: Life) -> str 
     ):
         return "same input shapes; torch.compile compiled the function again"
     return "same input shapes"
-
-
-def _pool_bytes(segments: list[dict[str, Any]], pool: tuple[int, ...]) -> int:
-    """Bytes of the allocator segments (``torch.cuda.memory_snapshot()``) in a graph pool."""
-    return sum(s["total_size"] for s in segments if tuple(s.get("segment_pool_id") or ()) == pool)
 
 
 # -- one recorder per process ------------------------------------------------------------------

@@ -15,7 +15,6 @@ folder's ``manifest.jsonl`` saying how they were made.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import os
 import re
@@ -38,9 +37,9 @@ from graphscope.io import write_atomic
 from . import failure, grab
 from ._cuda import check, driver, require
 from .attribution import Attribution, library_paths
-from .environment import device_info, versions
+from .environment import device_info, now_iso, versions
 from .models import HF_PREFIX, Step, resolve
-from .pointers import PointerMap, pointer_map
+from .pointers import PointerMap, allocated_in, pointer_map
 from .timing import State, timed_eager, timed_replays, traced_run
 from .update import driver_update
 
@@ -167,16 +166,6 @@ def _restore_generators(torch: Any, states: list[Any]) -> None:
         gen.graphsafe_set_state(state)
 
 
-def _pool_bytes(torch: Any, graph: Any) -> int:
-    """Bytes of the allocator segments in the graph's private memory pool."""
-    pool = tuple(graph.pool())
-    return sum(
-        s["total_size"]
-        for s in torch.cuda.memory_snapshot()
-        if tuple(s.get("segment_pool_id") or ()) == pool
-    )
-
-
 def _time_replays(
     G: nx.DiGraph,
     replay: Callable[[], Any],
@@ -232,7 +221,7 @@ def _metadata(torch: Any, command: str | None) -> dict[str, Any]:
     return {
         **device_info(torch),
         **versions(),
-        "captured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "captured_at": now_iso(),
         "command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
     }
 
@@ -329,7 +318,7 @@ def _capture(
         state = State(step.state(), step.reset, step.capacity)
         graph, times, attribution = capture_step(torch, step, warmup, what=stem)
     phases.update(times)
-    pool_bytes = _pool_bytes(torch, graph)
+    pool_bytes = allocated_in(torch.cuda.memory_snapshot(), tuple(graph.pool()))
     state.restore()
     handle = int(graph.raw_cuda_graph())
     with tempfile.TemporaryDirectory(dir=out) as tmp:

@@ -235,6 +235,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
+    from .capture.environment import now_iso
     from .capture.record import child_environment  # no GPU import until the program's own
 
     program = _program(args.program)
@@ -272,7 +273,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         signal.signal(signal.SIGTERM, forward)
-    run.update(ended_at=_now(), exit_status=code)
+    run.update(ended_at=now_iso(), exit_status=code)
     write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
     _summarize_recording(out, code)
     return code if code >= 0 else 128 - code
@@ -281,48 +282,21 @@ def cmd_record(args: argparse.Namespace) -> int:
 RUN_FILE = "run.json"
 
 
-def _now() -> str:
-    import datetime
-
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
 def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any]:
     """How a recording was made: the command, the machine and the versions (run.json).
 
     Read without initialising CUDA here (nvidia-smi, package metadata): this process only
     starts the program.
     """
-    import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
+    from .capture.environment import now_iso, nvidia_smi, versions
 
-    gpu: dict[str, Any] = {"device": None, "driver": None}
-    try:
-        line = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.splitlines()[0]
-        gpu["device"], gpu["driver"] = (part.strip() for part in line.split(",", 1))
-    except (OSError, subprocess.SubprocessError, IndexError, ValueError):
-        pass
-    versions: dict[str, Any] = {"python": platform.python_version()}
-    for dist in ("torch", "cuda-bindings", "cupti-python", "transformers"):
-        try:
-            versions[dist] = version(dist)
-        except PackageNotFoundError:
-            versions[dist] = None
     return {
         "command": shlex.join(invocation),
         "program": program,
         "cwd": os.getcwd(),
-        **gpu,
-        **versions,
-        "graphscope_version": __version__,
-        "started_at": _now(),
+        **nvidia_smi(),
+        **versions(),
+        "started_at": now_iso(),
         "ended_at": None,
         "exit_status": None,
     }

@@ -229,8 +229,9 @@ def notes(recording: Recording) -> list[Note]:
             )
         )
     by_site: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    recorded_again = {g.get("rerecord_of") for g in graphs}
     for g in graphs:
-        if g.get("rerecord_of") or any(other.get("rerecord_of") == g["id"] for other in graphs):
+        if g.get("rerecord_of") or g["id"] in recorded_again:
             by_site[_site_text(g.get("site"))].append(g)
     for where, members in by_site.items():
         sizes = sorted({g["batch"] for g in members if isinstance(g.get("batch"), int)})
