@@ -13,6 +13,7 @@ import contextlib
 import os
 import sys
 import warnings
+import weakref
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
@@ -99,12 +100,21 @@ class Attribution:
         self.labels: dict[int, dict[str, Any]] = {}
         self.failure: FailureSite | None = None
         self.root_inputs: list[dict[str, Any]] | None = None
+        # The outermost modules seen running, by id: their parameters name pointers while
+        # they live (weak: graphscope keeps no model alive).
+        self.roots: dict[int, weakref.ref[Any]] = {}
         self._skip = library_paths(self.torch)
         self.frames = Frames(self._skip, _generated_code_dirs())
         self._handles: list[Any] = []
         self._mode: Any = None
         self._subscribed = False
         self._warnings: Any = None
+
+    def live_roots(self) -> list[Any]:
+        """The outermost modules seen running that are alive and no part of another."""
+        alive = [m for m in (r() for r in list(self.roots.values())) if m is not None]
+        inner = {id(m) for root in alive for m in root.modules() if m is not root}
+        return [m for m in alive if id(m) not in inner]
 
     def name_of(self, module: Any) -> str | None:
         return self.names.get(id(module))
@@ -115,6 +125,8 @@ class Attribution:
             # The outermost module running names the tree below it (module_names caches
             # nothing: a new root is walked once, when it first runs while active).
             self.names.update(module_names(module))
+        if not self.modules:
+            self.roots[id(module)] = weakref.ref(module)
         if not self.modules and self.root_inputs is None:
             self.root_inputs = tensor_inputs(args if isinstance(args, tuple) else (args,))
         name = self.names.get(id(module))

