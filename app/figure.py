@@ -9,10 +9,11 @@ from typing import Any
 import networkx as nx
 import plotly.graph_objects as go
 
-from graphscope.model import display_name, replay_median
+from graphscope.model import display_name, origin_of, replay_median
+from graphscope.names import kernel_label
 
-from .groups import GROUP
-from .layout import Layout
+from .groups import GROUP, is_block
+from .layout import LABEL_LIMIT, Layout
 
 #: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.
 SVG_LIMIT = 3000
@@ -138,10 +139,15 @@ def _nodes(
     showlegend: bool = True,
 ) -> Any:
     """One clickable trace of nodes: their keys as customdata, names and times on hover."""
+    labelled = G.number_of_nodes() <= LABEL_LIMIT
     return Scatter(
         x=[lay.pos[k][0] for k in keys],
         y=[lay.pos[k][1] for k in keys],
-        mode="markers",
+        mode="markers+text" if labelled else "markers",
+        # Below and above by turns along a row, so that neighbours' labels do not meet.
+        text=[node_label(G.nodes[k]) for k in keys] if labelled else None,
+        textposition=[_above_or_below(lay.pos[k]) for k in keys] if labelled else None,
+        textfont={"size": 9, "color": "#333333"},
         customdata=keys,
         # "none", not "skip": a trace that skips hover gets no clicks either.
         hovertext=[_hover(k, G.nodes[k]) for k in keys] if hover else None,
@@ -150,6 +156,39 @@ def _nodes(
         showlegend=showlegend,
         marker=marker,
     )
+
+
+def node_label(data: dict[str, Any]) -> str:
+    """The few characters drawn by a node: a kernel's name without its template arguments,
+    a group's own part of its name, else the node type."""
+    if data.get("type") == GROUP:
+        text, limit = group_label(str(data.get("group", ""))), 20
+    elif data.get("type") == "KERNEL":
+        op = origin_of(data).get("op")
+        text, limit = kernel_label(display_name(data), op if isinstance(op, str) else None), 16
+    else:
+        text, limit = str(data.get("type", "?")), 16
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def group_label(group: str) -> str:
+    """``layers 0..223 x224`` for ``model.layers 0..223 x224``, ``224 x 48 nodes`` for a run
+    in a DOT file, ``nodes 18..65`` for a span, ``self_attn`` for ``model.layers.0.self_attn``."""
+    where, _, what = group.rpartition(": ")
+    if where:  # a DOT file's span or run: "graph 1: nodes 18..10769, 224 x 48"
+        return what.rsplit(", ", 1)[-1] + (" nodes" if " x " in what else "")
+    if is_block(group):  # a run of layers: "model.layers 0..223 x224"
+        path, _, span = group.partition(" ")
+        return f"{path.rsplit('.', 1)[-1]} {span}"
+    if group.startswith("("):
+        return group
+    parts = group.split(".")
+    # A layer by its list and index ("layers.0"), not by the bare index.
+    return ".".join(parts[-2:]) if parts[-1].isdigit() and len(parts) > 1 else parts[-1]
+
+
+def _above_or_below(pos: tuple[float, float]) -> str:
+    return "bottom center" if int(pos[0]) % 2 == 0 else "top center"
 
 
 def _coloured_by_time(G: nx.DiGraph, colour: str) -> bool:
@@ -275,7 +314,7 @@ def build_figure(
         legend={"orientation": "h", "y": 1.02, "x": 0},
         annotations=row_labels(lay, height),
         # Room on the left for the row labels, which the axis range would otherwise clip.
-        xaxis={"visible": False, "range": [-14, width + 1]},
+        xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},
         yaxis={"visible": False, "autorange": "reversed"},
         height=height,
     )

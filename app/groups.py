@@ -4,19 +4,29 @@ A node's groups are the prefixes of its module path, outermost first: ``model.la
 ``model.layers.3.self_attn``, then ``model.layers.3.self_attn.o_proj``. A node is drawn inside
 the outermost of its groups that is not expanded; when every one is expanded it is drawn
 itself. Nodes without attribution (DOT files) are grouped by runs of ``CHUNK`` nodes of one
-graph in creation order. Graphs above ``COLLAPSE_ABOVE`` nodes open with every group collapsed.
+graph in creation order. Repeated layers (and repeated spans of nodes in DOT files) fold into
+one block. A graph opens to its ``overview``: as many groups open as keep the drawing small.
 """
 
 from __future__ import annotations
 
+import re
+from collections import deque
+from itertools import pairwise
 from typing import Any
 
 import networkx as nx
 
+from graphscope.analysis.repeats import layer_repeats, sequence_repeats
+
 from .layout import layer_of
 
-COLLAPSE_ABOVE = 20_000
 CHUNK = 100
+#: Most nodes drawn when a graph first opens: enough for a layer's kernels and what is
+#: around it, few enough to label every one.
+OVERVIEW_NODES = 256
+# The name of a fold of repeats (repeats.Repeat.name and rest_name).
+_BLOCK = re.compile(r"( \d+\.\.\d+ x\d+|, \d+ x \d+|, repeats 2\.\.\d+)$")
 GROUP = "GROUP"  # the node type of a collapsed group in the drawn graph
 
 
@@ -29,9 +39,19 @@ def _module_levels(module: str) -> list[str]:
 
 
 def group_levels(G: nx.DiGraph) -> dict[str, list[str]]:
-    """Each node's groups, outermost first (nodes of one module share one list: read only)."""
+    """Each node's groups, outermost first (nodes of one module share one list: read only).
+
+    Layers that launch the same kernels in the same order, and in graphs without module
+    paths spans of nodes that repeat back to back, are folded under one block
+    (``model.layers 0..223 x224``) that opens to the first instance and a block of the rest.
+    """
     out: dict[str, list[str]] = {}
     unattributed: dict[int, list[str]] = {}
+    heads: dict[str, list[str]] = {}  # a layer in a run -> the run's blocks above it
+    for run in layer_repeats(G):
+        for i in range(run.count):
+            rest = [run.rest_name()] if i and run.count > 2 else []
+            heads[f"{run.prefix}.{run.first + i}"] = [run.name, *rest]
     # Once per module, not per node: a model's nodes come from a few modules each.
     by_module: dict[str, list[str]] = {}
     for key, data in G.nodes(data=True):
@@ -40,7 +60,8 @@ def group_levels(G: nx.DiGraph) -> dict[str, list[str]]:
         if isinstance(module, str) and module:
             chain = by_module.get(module)
             if chain is None:
-                chain = by_module[module] = _module_levels(module)
+                levels = _module_levels(module)
+                chain = by_module[module] = heads.get(levels[0], []) + levels
             out[key] = chain
         elif isinstance(label, dict):
             out[key] = ["(outside any module)"]
@@ -48,17 +69,91 @@ def group_levels(G: nx.DiGraph) -> dict[str, list[str]]:
             unattributed.setdefault(int(data.get("graph_id", 0)), []).append(key)
     for graph_id, keys in unattributed.items():
         keys.sort(key=lambda k: G.nodes[k].get("local_id", 0))
-        for start in range(0, len(keys), CHUNK):
-            run = keys[start : start + CHUNK]
-            first, last = G.nodes[run[0]]["local_id"], G.nodes[run[-1]]["local_id"]
-            name = f"graph {graph_id}: nodes {first}..{last}"
-            for key in run:
-                out[key] = [name]
+        out.update(_sequence_levels(G, keys, graph_id))
+    return out
+
+
+def _span_name(G: nx.DiGraph, graph_id: int, keys: list[str]) -> str:
+    first, last = G.nodes[keys[0]].get("local_id", 0), G.nodes[keys[-1]].get("local_id", 0)
+    return f"graph {graph_id}: nodes {first}..{last}"
+
+
+def _sequence_levels(G: nx.DiGraph, keys: list[str], graph_id: int) -> dict[str, list[str]]:
+    """Groups for one graph's nodes without module paths: repeated spans folded, the rest in
+    runs of ``CHUNK`` nodes."""
+    out: dict[str, list[str]] = {}
+    covered: set[str] = set()
+    for run in sequence_repeats(G, keys, f"graph {graph_id}"):
+        for i, instance in enumerate(run.instances):
+            rest = [run.rest_name()] if i and run.count > 2 else []
+            chain = [run.name, *rest, _span_name(G, graph_id, instance)]
+            for key in instance:
+                out[key] = chain
+            covered.update(instance)
+    loose: list[list[str]] = [[]]  # the spans between repeats, each chunked on its own
+    for key in keys:
+        if key in covered:
+            if loose[-1]:
+                loose.append([])
+            continue
+        loose[-1].append(key)
+    for span in loose:
+        for start in range(0, len(span), CHUNK):
+            run_keys = span[start : start + CHUNK]
+            chain = [_span_name(G, graph_id, run_keys)]
+            for key in run_keys:
+                out[key] = chain
     return out
 
 
 def all_groups(levels: dict[str, list[str]]) -> set[str]:
     return {group for chain in levels.values() for group in chain}
+
+
+def is_block(group: str) -> bool:
+    """Whether a group is a fold of repeated instances (a run, or the rest of one)."""
+    return _BLOCK.search(group) is not None
+
+
+def overview(levels: dict[str, list[str]], budget: int = OVERVIEW_NODES) -> set[str]:
+    """The groups open when a graph first shows: all of them when the whole graph fits in
+    ``budget`` drawn nodes; else breadth first, in the order the work runs, each group opened
+    if the drawn nodes stay within ``budget``, and never the block of a run's later
+    instances (the first instance stands for them)."""
+    uses: dict[int, tuple[list[str], int]] = {}  # one entry per distinct chain: nodes under it
+    loose = 0
+    for chain in levels.values():
+        if not chain:
+            loose += 1
+            continue
+        entry = uses.get(id(chain))
+        uses[id(chain)] = (chain, entry[1] + 1 if entry else 1)
+    if sum(n for _, n in uses.values()) + loose <= budget:
+        return all_groups(levels)
+    top: dict[str, None] = {}
+    below: dict[str, dict[str, None]] = {}  # group -> its child groups, in order
+    leaves: dict[str, int] = {}  # group -> nodes directly in it
+    rests: set[str] = set()
+    for chain, nodes in uses.values():
+        top[chain[0]] = None
+        for parent, child in pairwise(chain):
+            below.setdefault(parent, {})[child] = None
+            if is_block(parent) and is_block(child):
+                rests.add(child)
+        leaves[chain[-1]] = leaves.get(chain[-1], 0) + nodes
+    drawn = len(top) + loose
+    opened: set[str] = set()
+    queue = deque(top)
+    while queue:
+        group = queue.popleft()
+        children = below.get(group, {})
+        cost = len(children) + leaves.get(group, 0) - 1
+        if group in rests or drawn + cost > budget:
+            continue
+        opened.add(group)
+        drawn += cost
+        queue.extend(children)
+    return opened
 
 
 def _time(data: dict[str, Any]) -> float:

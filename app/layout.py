@@ -17,6 +17,10 @@ import networkx as nx
 
 #: Levels in a row before it wraps, when no layer boundary comes first.
 ROW_LEVELS = 50
+#: Graphs of at most this many drawn nodes carry a label on every node (figure.py) ...
+LABEL_LIMIT = 400
+#: ... and wrap after this many levels, to leave each label room.
+LABELLED_ROW = 10
 #: A layer change starts a new row only after this many levels: graphs whose layers
 #: interleave node by node would otherwise get a row per node.
 MIN_ROW = 6
@@ -91,8 +95,14 @@ def _row_label(G: nx.DiGraph, row: list[list[str]], graph_id: int) -> str:
     return f"graph {graph_id}: nodes {first}..{last}"
 
 
-def layout(G: nx.DiGraph, row_levels: int = ROW_LEVELS) -> Layout:
-    """Positions for every node: x grows along a row, y grows downwards (plotted reversed)."""
+def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
+    """Positions for every node: x grows along a row, y grows downwards (plotted reversed).
+
+    Rows hold ``row_levels`` levels; by default ``LABELLED_ROW`` where every node is
+    labelled, else ``ROW_LEVELS``.
+    """
+    if row_levels is None:
+        row_levels = LABELLED_ROW if G.number_of_nodes() <= LABEL_LIMIT else ROW_LEVELS
     by_graph: dict[int, list[str]] = {}
     for key, data in G.nodes(data=True):
         by_graph.setdefault(int(data.get("graph_id", 0)), []).append(key)

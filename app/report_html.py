@@ -18,7 +18,7 @@ from graphscope.io import bulk
 from graphscope.text import step_rows, us
 
 from .figure import build_figure
-from .groups import COLLAPSE_ABOVE, collapsed, group_levels
+from .groups import collapsed, group_levels, overview
 from .layout import layout
 from .timeline import build_timeline, has_timeline
 
@@ -113,11 +113,12 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             f"<br>Why: {_e(f['why'])}<br>Fix: {_e(f['fix'])}<ul>{details}</ul></div>"
         )
     levels = group_levels(G)
-    shown = collapsed(G, levels, set()) if G.number_of_nodes() > COLLAPSE_ABOVE else G
+    shown = collapsed(G, levels, overview(levels))  # the view the dashboard opens with
     parts.append("<h2>Graph</h2>")
     if shown is not G:
         parts.append(
-            f'<p class="muted">{G.number_of_nodes()} nodes: shown as their module groups.</p>'
+            f'<p class="muted">{G.number_of_nodes()} nodes: repeated layers and groups folded '
+            "as the dashboard first shows them.</p>"
         )
     figures = [build_figure(shown, layout(shown), "time")]
     if has_timeline(G):

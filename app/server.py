@@ -24,7 +24,7 @@ from graphscope.recording import is_recording
 
 from . import pages
 from .figure import build_figure, has_timing, node_hovers, ring_at
-from .groups import COLLAPSE_ABOVE, GROUP, all_groups, collapsed, enclosing, group_levels
+from .groups import GROUP, all_groups, collapsed, enclosing, group_levels, overview
 from .layout import Layout, layout
 from .panel import node_panel
 from .sources import SUFFIXES, RecordedRun, Registry, sample_files, sample_recordings
@@ -166,10 +166,13 @@ def opened(trigger: Any, clicks: list[Any]) -> tuple[Any, Any]:
     return trigger.get("source"), "graph"
 
 
-def default_grouping(source_id: str, G: nx.DiGraph) -> dict[str, Any]:
-    """How a graph opens: expanded, or with every group collapsed when it is large."""
-    mode = "collapsed" if G.number_of_nodes() > COLLAPSE_ABOVE else "expanded"
-    return {"source": source_id, "default": mode, "toggled": []}
+def default_grouping(source_id: str) -> dict[str, Any]:
+    """How a graph opens: its overview (groups.overview), nothing toggled from it.
+
+    ``default`` names the groups open before any toggle: ``overview``, ``expanded`` (all)
+    or ``collapsed`` (none); ``toggled`` are the groups opened or closed from there.
+    """
+    return {"source": source_id, "default": "overview", "toggled": []}
 
 
 _HIDDEN = {"display": "none"}
@@ -423,6 +426,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     uploads = Path(tempfile.mkdtemp(prefix="graphscope-uploads-"))
     atexit.register(shutil.rmtree, uploads, ignore_errors=True)  # dropped files go with the app
     levels_cache: dict[str, dict[str, list[str]]] = {}
+    overviews: dict[str, set[str]] = {}  # the groups each graph opens with
     # The last few drawn views (collapsed graph and layout) by source and expanded groups.
     views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = {}
     timelines: dict[tuple[str, frozenset[str]], list[Row]] = {}
@@ -437,14 +441,23 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             levels_cache[source_id] = group_levels(G)
         return levels_cache[source_id]
 
+    def base_of(source_id: str, G: nx.DiGraph, default: str) -> set[str]:
+        """The groups open before any toggle, for a state's ``default``."""
+        if default == "collapsed":
+            return set()
+        if default == "expanded":
+            return all_groups(levels_of(source_id, G))
+        if source_id not in overviews:
+            overviews[source_id] = overview(levels_of(source_id, G))
+        return overviews[source_id]
+
     def expanded_of(source_id: str, G: nx.DiGraph, state: Any) -> set[str]:
         """Expanded groups from the page's state: a default and the groups toggled from it."""
         groups = all_groups(levels_of(source_id, G))
         state = state if isinstance(state, dict) and state.get("source") == source_id else None
         if state is None:
-            state = default_grouping(source_id, G)
-        toggled = set(state["toggled"]) & groups
-        return groups - toggled if state["default"] == "expanded" else toggled
+            state = default_grouping(source_id)
+        return (base_of(source_id, G, state["default"]) ^ set(state["toggled"])) & groups
 
     def view_of(source_id: str, G: nx.DiGraph, expanded: set[str]) -> tuple[nx.DiGraph, Layout]:
         key = (source_id, frozenset(expanded))
@@ -521,8 +534,8 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         if collapsed_groups:
             notes.append(
                 html.Div(
-                    f"{collapsed_groups} groups collapsed ({G.number_of_nodes()} nodes in all): "
-                    "click a square to expand it.",
+                    f"{collapsed_groups} group{'s' if collapsed_groups != 1 else ''} collapsed "
+                    f"({G.number_of_nodes()} nodes in all): click a square to expand it.",
                     className="muted",
                     id="collapsed-note",
                 )
@@ -867,24 +880,25 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         state = (
             grouping if isinstance(grouping, dict) and grouping.get("source") == source_id else None
         )
-        state = dict(state or default_grouping(source_id, G))
+        state = dict(state or default_grouping(source_id))
         toggled = set(state["toggled"])
         levels = levels_of(source_id, G)
+        base = base_of(source_id, G, state["default"])
+
+        def set_open(group: str, want: bool) -> None:
+            if ((group in base) != (group in toggled)) != want:
+                toggled.symmetric_difference_update({group})
 
         def show(key: str) -> tuple[Any, Any]:
             before = set(toggled)
             for group in levels.get(key, []):
-                opened = (
-                    group in toggled if state["default"] == "collapsed" else group not in toggled
-                )
-                if not opened:
-                    (toggled.add if state["default"] == "collapsed" else toggled.discard)(group)
+                set_open(group, True)
             if toggled == before:  # already in view: leave the grouping, and the figure, alone
                 return key, dash.no_update
             return key, {**state, "toggled": sorted(toggled)}
 
         def fold(group: str) -> tuple[Any, Any]:
-            (toggled.discard if state["default"] == "collapsed" else toggled.add)(group)
+            set_open(group, False)
             return dash.no_update, {**state, "toggled": sorted(toggled)}
 
         if trigger in ("collapse-all", "expand-all"):
@@ -910,8 +924,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         if not isinstance(key, str):
             return dash.no_update, dash.no_update
         if key.startswith("group:"):
-            group = key[len("group:") :]
-            (toggled.add if state["default"] == "collapsed" else toggled.discard)(group)
+            set_open(key[len("group:") :], True)
             return dash.no_update, {**state, "toggled": sorted(toggled)}
         return show(key) if key in G else (dash.no_update, dash.no_update)
 

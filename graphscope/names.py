@@ -162,3 +162,44 @@ def short_name(name: str) -> str:
         return _short_component(scopes[-1]) if scopes else text
     except (IndexError, ValueError):  # a demangled form this parser did not expect
         return text
+
+
+# What a kernel computes, where its short name says it: the functor or reduction inside the
+# templates (the innermost wins: BinaryFunctor<..., MulFunctor<float>> is a multiply) ...
+_FUNCTOR = re.compile(r"CUDAFunctor_(\w+)|(\w+?)Functor\b|(\w+?)Ops<|(\w+?)_kernel_(?:cuda|impl)\b")
+_GENERIC_FUNCTORS = {"Binary", "Unary", "BinaryOp", "Opaque", "gpu"}
+# Vendor kernels whose names say the library and tile, not the op.
+_VENDOR = (
+    ("nvjet_", "gemm (nvjet)"),
+    ("cutlass", "gemm (cutlass)"),
+    ("cudnn_generated_fort_native_sdpa", "sdpa (cudnn)"),
+)
+# ... or the ops an Inductor kernel fuses, less the ones that only move or view data.
+_TRITON = re.compile(r"\Atriton_(?:poi|per|red|tem|for)_fused_+(.*?)(?:_\d+)?\Z")
+_TRITON_NOISE = re.compile(
+    r"(?:^|_)(?:to_copy|unsafe_view|view|t|transpose|unsqueeze|squeeze|slice|select|"
+    r"scalar_tensor|where|expand|clone|permute|reshape|split_with_sizes|stack)(?=_|$)"
+)
+
+
+def kernel_label(short: str, op: str | None = None) -> str:
+    """A few words for a kernel drawn in a picture: the aten op that launched it when known
+    (``mul``), else what its short name says it computes (``Mul``, ``Mean``, ``index_copy``,
+    ``add_mean_mul_rsqrt`` for a fused Inductor kernel), else its name before the templates.
+    """
+    if op:
+        return op.removeprefix("aten::").lstrip("_") or op
+    for prefix, label in _VENDOR:
+        if short.startswith(prefix):
+            return label
+    fused = _TRITON.match(short)
+    if fused:
+        ops = re.sub(r"_+", "_", _TRITON_NOISE.sub("", fused.group(1))).strip("_")
+        return ops or fused.group(1)
+    base, _, args = short.partition("<")
+    found = [
+        next(g for g in m.groups() if g)
+        for m in _FUNCTOR.finditer(args)
+        if next(g for g in m.groups() if g) not in _GENERIC_FUNCTORS
+    ]
+    return found[-1] if found else base

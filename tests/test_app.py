@@ -23,6 +23,7 @@ import graphscope
 from graphscope.recording import load_recordings
 
 ROOT = Path(__file__).resolve().parent.parent
+DEEP = ROOT / "samples" / "large" / "hf-deep-llama-b1.json.gz"
 LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
 PARALLEL = ROOT / "samples" / "bundles" / "tiny-gpt-parallel-b1.json.gz"
 ALL_TYPES = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
@@ -39,8 +40,16 @@ def _text(component: Any) -> str:
 
 
 def test_a_decode_chain_wraps_into_one_row_per_layer() -> None:
+    from graphscope.app.layout import LABELLED_ROW, ROW_LEVELS
+
     G = graphscope.load(LLAMA)
-    lay = layout(G)
+    # Labelled (a small graph): shorter rows, but a row never holds two layers.
+    labelled = layout(G)
+    assert max(x for x, _ in labelled.pos.values()) == LABELLED_ROW - 1
+    layers = [row["label"] for row in labelled.rows if row["label"].startswith("model.layers.")]
+    assert sorted(set(layers)) == [f"model.layers.{i}" for i in range(4)]
+    assert layers == sorted(layers)  # each layer's rows together, in order
+    lay = layout(G, ROW_LEVELS)
     assert set(lay.pos) == set(G)
     labels = [row["label"] for row in lay.rows]
     assert labels[1:5] == [f"model.layers.{i}" for i in range(4)]
@@ -269,54 +278,87 @@ def test_groups_follow_the_module_path_and_collapse_into_one_node_each() -> None
         for k, d in G.nodes(data=True)
         if (d.get("attribution") or {}).get("module") == "model.layers.3.self_attn.o_proj"
     )
+    # The four layers launch the same kernels: one run, whose later layers fold together.
     assert levels[key] == [
+        "model.layers 0..3 x4",
+        "model.layers 1..3 x3",
         "model.layers.3",
         "model.layers.3.self_attn",
         "model.layers.3.self_attn.o_proj",
     ]
+    first = next(k for k, chain in levels.items() if "model.layers.0" in chain)
+    assert levels[first][:2] == ["model.layers 0..3 x4", "model.layers.0"]
     assert collapsed(G, levels, all_groups(levels)) is G  # all open: the graph itself
     shut = collapsed(G, levels, set())
     groups = {k: d for k, d in shut.nodes(data=True) if d["type"] == GROUP}
-    assert "group:model.layers.3" in groups and len(shut) == len(groups)
-    layer = groups["group:model.layers.3"]
-    members = [k for k, chain in levels.items() if chain[0] == "model.layers.3"]
+    assert "group:model.layers 0..3 x4" in groups and len(shut) == len(groups)
+    run = [k for k, chain in levels.items() if chain[0] == "model.layers 0..3 x4"]
+    assert groups["group:model.layers 0..3 x4"]["members"] == len(run)
+    # Opening the run and the rest shows each layer as one group.
+    blocks = {"model.layers 0..3 x4", "model.layers 1..3 x3"}
+    layers = collapsed(G, levels, blocks)
+    layer = layers.nodes["group:model.layers.3"]
+    members = [k for k, chain in levels.items() if "model.layers.3" in chain]
     assert layer["members"] == len(members)
     assert layer["time_us"] == pytest.approx(
         sum(G.nodes[k]["replay"]["median_us"] for k in members)
     )
     # Opening layer 3 shows its attention and MLP as groups, the rest of the model still shut.
-    opened = collapsed(G, levels, {"model.layers.3"})
+    opened = collapsed(G, levels, blocks | {"model.layers.3"})
     assert "group:model.layers.3.self_attn" in opened and "group:model.layers.2" in opened
-    assert enclosing(levels, key, {"model.layers.3", "model.layers.3.self_attn"}) == [
+    assert enclosing(levels, key, blocks | {"model.layers.3", "model.layers.3.self_attn"})[:2] == [
         "model.layers.3.self_attn",
         "model.layers.3",
     ]
     # Edges between groups keep the order the work runs in.
-    assert shut.has_edge("group:model.layers.2", "group:model.layers.3")
+    assert layers.has_edge("group:model.layers.2", "group:model.layers.3")
 
 
-def test_a_dot_file_groups_by_runs_of_nodes() -> None:
-    from graphscope.app.groups import CHUNK, collapsed, group_levels
+def test_repeated_layers_are_found_by_module_path_and_by_kernel_sequence() -> None:
+    from graphscope.analysis.repeats import layer_repeats, sequence_repeats
 
-    G = graphscope.load(ROOT / "samples" / "dot" / "torch-llama-decode" / "flags-verbose.dot")
+    G = graphscope.load(DEEP)
+    [run] = layer_repeats(G)
+    assert (run.name, run.count, run.per_instance) == ("model.layers 0..223 x224", 224, 48)
+    kinds = [[G.nodes[k]["short_name"] for k in layer] for layer in run.instances]
+    assert all(k == kinds[0] for k in kinds)
+    # The same graph's DOT dump has no module paths: the period is found from the kernels.
+    D = graphscope.load(DEEP.with_suffix("").with_suffix(".dot"))
+    keys = sorted(D, key=lambda k: D.nodes[k]["local_id"])
+    [found] = sequence_repeats(D, keys, "graph 1")
+    assert (found.count, found.per_instance) == (224, 48)
+    assert found.name == "graph 1: nodes 18..10769, 224 x 48"
+    # A graph without repeats has none.
+    assert layer_repeats(graphscope.load(ALL_TYPES)) == []
+
+
+@pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
+def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> None:
+    from graphscope.app.figure import node_label
+    from graphscope.app.groups import OVERVIEW_NODES, collapsed, group_levels, overview
+
+    G = graphscope.load(DEEP.parent / name)
     levels = group_levels(G)
-    names = {chain[0] for chain in levels.values()}
-    assert len(names) == -(-G.number_of_nodes() // CHUNK)
-    shut = collapsed(G, levels, set())
-    assert shut.number_of_nodes() == len(names) and shut.number_of_edges() == len(names) - 1
-    lay = layout(shut)
-    assert set(lay.pos) == set(shut)
+    shown = collapsed(G, levels, overview(levels))
+    assert 20 < shown.number_of_nodes() <= OVERVIEW_NODES
+    kernels = [d for _, d in shown.nodes(data=True) if d["type"] == "KERNEL"]
+    assert len(kernels) >= 48  # the first layer, kernel by kernel
+    folds = [d for _, d in shown.nodes(data=True) if d["type"] == "GROUP"]
+    rest = next(d for d in folds if d["members"] == 223 * 48)
+    assert node_label(rest) in ("layers 1..223 x223", "repeats 2..224")
+    # Every drawn node is labelled: the overview is small enough for that.
+    fig = build_figure(shown, layout(shown))
+    texts = [t for trace in fig.data if trace.mode == "markers+text" for t in trace.text]
+    assert len(texts) == shown.number_of_nodes() and all(texts)
 
 
-def test_large_graphs_open_collapsed() -> None:
-    import networkx as nx
-    from graphscope.app.groups import COLLAPSE_ABOVE
+def test_small_graphs_open_whole_and_the_state_toggles_from_the_overview() -> None:
+    from graphscope.app.groups import all_groups, group_levels, overview
 
-    small = graphscope.load(LLAMA)
-    assert server.default_grouping("f0", small)["default"] == "expanded"
-    big = nx.DiGraph()
-    big.add_nodes_from(range(COLLAPSE_ABOVE + 1))
-    assert server.default_grouping("f0", big)["default"] == "collapsed"
+    G = graphscope.load(LLAMA)  # 212 nodes: all of it fits
+    levels = group_levels(G)
+    assert overview(levels) == all_groups(levels)
+    assert server.default_grouping("f0") == {"source": "f0", "default": "overview", "toggled": []}
 
 
 def _long_row(spans: int) -> Any:
@@ -327,6 +369,30 @@ def _long_row(spans: int) -> Any:
     ends = [5000.0] + [s + 1.0 for s in starts[1:]]
     keys = ["long"] + [f"k{i}" for i in range(spans - 1)]
     return Row.of(ROWS[0], "#000", "calls", "CUDA calls", starts, ends, keys, ["call"] * spans)
+
+
+def test_a_dot_file_folds_repeated_spans_and_groups_the_rest_in_runs() -> None:
+    from graphscope.app.groups import CHUNK, collapsed, group_levels
+
+    G = graphscope.load(ROOT / "samples" / "dot" / "torch-llama-decode" / "flags-verbose.dot")
+    levels = group_levels(G)
+    names = {chain[0] for chain in levels.values()}
+    # The four layers repeat 46 node kinds: one fold; the nodes around it in runs.
+    assert names == {
+        "graph 16: nodes 0..17",
+        "graph 16: nodes 18..201, 4 x 46",
+        "graph 16: nodes 202..210",
+    }
+    shut = collapsed(G, levels, set())
+    assert shut.number_of_nodes() == len(names) and shut.number_of_edges() == len(names) - 1
+    lay = layout(shut)
+    assert set(lay.pos) == set(shut)
+    E = graphscope.load(ALL_TYPES)  # no repeats: runs of CHUNK nodes per graph
+    chunks = {chain[0] for chain in group_levels(E).values()}
+    per_graph: dict[int, int] = {}
+    for _, d in E.nodes(data=True):
+        per_graph[d["graph_id"]] = per_graph.get(d["graph_id"], 0) + 1
+    assert len(chunks) == sum(-(-n // CHUNK) for n in per_graph.values())
 
 
 def test_a_long_timeline_row_is_merged_and_a_zoom_shows_each_bar() -> None:

@@ -43,3 +43,34 @@ def test_demangle_keeps_what_is_not_mangled() -> None:
     )
     assert demangle("not_mangled") == "not_mangled"
     assert demangle("_Zgarbage!") == "_Zgarbage!"
+
+
+def test_a_kernel_label_says_what_the_kernel_computes() -> None:
+    from graphscope.names import kernel_label
+
+    assert kernel_label("anything", "aten::_scaled_dot_product_cudnn_attention") == (
+        "scaled_dot_product_cudnn_attention"
+    )
+    assert (
+        kernel_label(
+            "elementwise_kernel<gpu_kernel_impl_nocast<BinaryFunctor<Half, Half, Half, "
+            "MulFunctor<float>>>>"
+        )
+        == "Mul"
+    )
+    assert kernel_label("vectorized_elementwise_kernel<CUDAFunctor_add<Half>>") == "add"
+    assert kernel_label("reduce_kernel<ReduceOp<Half, MeanOps<Half, float>, unsigned int>>") == (
+        "Mean"
+    )
+    assert kernel_label("index_elementwise_kernel<index_copy_kernel_impl<OpaqueType>>") == (
+        "index_copy"
+    )
+    assert kernel_label("elementwise_kernel<gpu_kernel_impl>") == "elementwise_kernel"
+    assert (
+        kernel_label("triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_10")
+        == "add_mean_mul_pow_rsqrt"
+    )
+    assert kernel_label("nvjet_sm90_hsh_8x64_64x16_4x1_v_bz_TNN") == "gemm (nvjet)"
+    assert kernel_label("indexSelectSmallIndex<Half, long, unsigned int>") == (
+        "indexSelectSmallIndex"
+    )
