@@ -9,7 +9,7 @@ import networkx as nx
 from dash import html
 
 from graphscope.analysis.buckets import BucketReport
-from graphscope.analysis.diff import diff
+from graphscope.analysis.diff import NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
 from graphscope.text import mib, step_rows, us
@@ -98,9 +98,10 @@ def report_page(G: nx.DiGraph) -> list[Any]:
     return out
 
 
-def _changes(fields: dict[str, list[Any]]) -> str:
-    text = "; ".join(f"{k}: {a} -> {b}" for k, (a, b) in fields.items() if k != "name")
-    return text + ("; kernel changed" if "name" in fields else "")
+def _changes(c: NodeChange) -> str:
+    """A changed row's fields as text, the kernel's names in A and B first."""
+    kernel = [f"kernel: {c.kernels[0]} -> {c.kernels[1]}"] if c.kernels else []
+    return "; ".join(kernel + [f"{k}: {a} -> {b}" for k, (a, b) in c.fields.items() if k != "name"])
 
 
 def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
@@ -136,7 +137,7 @@ def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
         out.append(html.P(f"Replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)}."))
     config = [c for c in d.changed if c.fields]
     if config:
-        rows = [[c.a, c.b, c.name, _changes(c.fields)] for c in config[:top]]
+        rows = [[c.a, c.b, c.name, _changes(c)] for c in config[:top]]
         out += [
             html.H3(f"Changed parameters ({len(config)} nodes)"),
             _table(["A", "B", "name", "what changed"], rows),

@@ -126,12 +126,11 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
     if config:
         w(f"  changed parameters ({len(config)} nodes)\n")
         for c in config[:top]:
-            fields = "; ".join(
-                f"{k} {_short(v[0])} -> {_short(v[1])}" for k, v in c.fields.items() if k != "name"
-            )
-            if "name" in c.fields:
-                fields = "kernel changed" + (f"; {fields}" if fields else "")
-            w(f"    {c.a} -> {c.b}  {c.name}: {fields}\n")
+            # A changed kernel shows as its names in A and B (c.kernels), not as mangled names.
+            fields = {k: v for k, v in c.fields.items() if k != "name"}
+            changes = [f"kernel {c.kernels[0]} -> {c.kernels[1]}"] if c.kernels else []
+            changes += [f"{k} {_short(x)} -> {_short(y)}" for k, (x, y) in fields.items()]
+            w(f"    {c.a} -> {c.b}  {'' if c.kernels else c.name + ': '}{'; '.join(changes)}\n")
         if len(config) > top:
             w(f"    ... {len(config) - top} more (--json for all)\n")
     if args_only:

@@ -4,7 +4,9 @@ Nodes are matched graph by graph, in creation order, by their identity: the modu
 that launched them where the bundles have attribution (so a GEMM whose cuBLAS kernel changed
 with the batch size still pairs with itself), otherwise the node type and kernel name. Runs
 that differ are aligned with ``difflib``; a position that differs in both with nodes of one
-type pairs them as changed, the rest are added or removed.
+type pairs them as changed, the rest are added or removed. An edge is kept where both its ends
+pair and the pairs are joined in the other graph too; every other edge is added or removed, so
+every edge of an added or removed node is.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class NodeChange:
     args_changed: list[int]  # indices of kernel arguments whose bytes differ
     median_a_us: float | None
     median_b_us: float | None
+    kernels: list[str] | None = None  # [in A, in B] where the kernel changed (kernel_names)
 
     @property
     def delta_us(self) -> float | None:
@@ -90,6 +93,33 @@ def _ordered_graphs(G: nx.DiGraph) -> list[list[str]]:
     # Root graphs first, then child graphs, each in graph id order.
     order = sorted(by_graph, key=lambda g: (G.nodes[by_graph[g][0]].get("parent") is not None, g))
     return [by_graph[g] for g in order]
+
+
+#: Characters after which a differing part of a C++ name may start.
+_BREAKS = " <>(),:&*"
+
+
+def kernel_names(a: dict[str, Any], b: dict[str, Any], width: int = 60) -> list[str]:
+    """Two kernels' short names, each followed, where they are equal, by its full name from the
+    first place the two differ (the demangled name where there is one, cut at ``width``)."""
+    short_a, short_b = display_name(a), display_name(b)
+    full_a = str(a.get("demangled") or a.get("name"))
+    full_b = str(b.get("demangled") or b.get("name"))
+    if short_a != short_b or full_a == full_b:
+        return [short_a, short_b]
+    start, _ = common_ends(list(full_a), list(full_b))
+    while start and full_a[start - 1] not in _BREAKS:  # from the start of the differing word
+        start -= 1
+    return [
+        f"{short_a} [{_cut(full_a, start, width)}]",
+        f"{short_b} [{_cut(full_b, start, width)}]",
+    ]
+
+
+def _cut(text: str, start: int, width: int) -> str:
+    part = text[start:]
+    part = part if len(part) <= width else part[: width - 3] + "..."
+    return ("..." if start else "") + part
 
 
 def match_nodes(A: nx.DiGraph, B: nx.DiGraph) -> dict[str, str]:
@@ -158,7 +188,14 @@ def _diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int) -> GraphDiff:
         }
         args = _args_changed(a, b) if a.get("type") == "KERNEL" else []
         change = NodeChange(
-            ka, kb, display_name(b), fields, args, replay_median(a), replay_median(b)
+            ka,
+            kb,
+            display_name(b),
+            fields,
+            args,
+            replay_median(a),
+            replay_median(b),
+            kernel_names(a, b) if "name" in fields else None,
         )
         if fields or args:
             changed.append(change)
@@ -166,9 +203,7 @@ def _diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int) -> GraphDiff:
             timing.append(change)
     timing = heapq.nlargest(timing_top, timing, key=lambda c: abs(c.delta_us or 0.0))
     inverse = {kb: ka for ka, kb in pairs.items()}
-    edges_a = set(A.edges)
-    edges_b = list(B.edges)
-    mapped_b = {(inverse.get(u), inverse.get(v)) for u, v in edges_b}
+    edges_a, edges_b = set(A.edges), set(B.edges)
     t_a, t_b = A.graph.get("timing"), B.graph.get("timing")
     return GraphDiff(
         matched=len(pairs),
@@ -176,14 +211,9 @@ def _diff(A: nx.DiGraph, B: nx.DiGraph, timing_top: int) -> GraphDiff:
         removed=[k for k in _flat(A) if k not in pairs],
         changed=changed,
         timing=timing,
-        edges_added=[
-            [u, v]
-            for u, v in edges_b
-            if inverse.get(u) and inverse.get(v) and (inverse[u], inverse[v]) not in edges_a
-        ],
-        edges_removed=[
-            [u, v] for u, v in A.edges if u in pairs and v in pairs and (u, v) not in mapped_b
-        ],
+        # An end without a pair maps to None, which no edge has: its edges are added or removed.
+        edges_added=[[u, v] for u, v in B.edges if (inverse.get(u), inverse.get(v)) not in edges_a],
+        edges_removed=[[u, v] for u, v in A.edges if (pairs.get(u), pairs.get(v)) not in edges_b],
         replay_a_us=_replay(t_a),
         replay_b_us=_replay(t_b),
         update=update_verdict(A, B),
