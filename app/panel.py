@@ -1,4 +1,5 @@
-"""The node panel: every attribute a node has, its timing, its origin and its neighbours.
+"""The node panel: a node's own parameters, the memory it touches, its timing, its origin, the
+graph it sits in and its neighbours.
 
 Everything from a file is shown as text: Dash escapes strings it renders, and nothing here is
 ever passed as markup.
@@ -7,34 +8,86 @@ ever passed as markup.
 from __future__ import annotations
 
 import json
+import re
+import weakref
 from typing import Any
 
 import networkx as nx
 from dash import html
+from dash.development.base_component import Component
 
-from graphscope.model import display_name
+from graphscope.model import display_name, node_key
 
-# Shown first, in this order, with these labels; everything else follows under "all attributes".
-_LAUNCH = (
-    ("short_name", "kernel"),
-    ("demangled", "demangled"),
-    ("name", "mangled"),
-    ("grid", "grid"),
-    ("block", "block"),
-    ("shared_mem", "dynamic shared memory (bytes)"),
-    ("static_shared_mem", "static shared memory (bytes)"),
-    ("registers", "registers per thread"),
-    ("max_threads_per_block", "max threads per block"),
-    ("local_mem", "local memory (bytes)"),
-    ("kind", "copy kind"),
-    ("bytes", "bytes"),
-    ("value", "value"),
-    ("element_size", "element size"),
-    ("width", "width"),
-    ("height", "height"),
-)
+# Each type's own parameters, shown first in this order with these labels (docs/FORMAT.md names
+# the fields); composite rows (extents, access policy windows, batch ops, child graphs,
+# conditional bodies) are added by the functions below.
+_PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "KERNEL": (
+        ("short_name", "kernel"),
+        ("demangled", "demangled"),
+        ("name", "mangled"),
+        ("grid", "grid"),
+        ("block", "block"),
+        ("shared_mem", "dynamic shared memory (bytes)"),
+        ("static_shared_mem", "static shared memory (bytes)"),
+        ("registers", "registers per thread"),
+        ("max_threads_per_block", "max threads per block"),
+        ("local_mem", "local memory (bytes)"),
+        ("cooperative", "cooperative launch"),
+        ("priority", "priority"),
+        ("func_handle", "function handle"),
+    ),
+    "MEMCPY": (
+        ("kind", "copy kind"),
+        ("bytes", "bytes"),
+        ("src.memory_type", "source memory"),
+        ("dst.memory_type", "destination memory"),
+    ),
+    "MEMSET": (
+        ("value", "value"),
+        ("element_size", "element size (bytes)"),
+        ("width", "width (elements)"),
+        ("height", "height (rows)"),
+        ("pitch", "pitch (bytes)"),
+        ("bytes", "bytes"),
+    ),
+    "HOST": (("fn", "host function"), ("user_data", "user data")),
+    "EVENT_RECORD": (("event", "event recorded"),),
+    "WAIT_EVENT": (("event", "event waited for"),),
+    "EXT_SEMAS_SIGNAL": (("num_ext_sems", "external semaphores"),),
+    "EXT_SEMAS_WAIT": (("num_ext_sems", "external semaphores"),),
+    "MEM_ALLOC": (
+        ("bytes", "bytes allocated"),
+        ("dptr", "address allocated"),
+        ("pool_props.alloc_type", "allocation type"),
+        ("pool_props.location.type", "location"),
+        ("pool_props.location.id", "location id"),
+        ("pool_props.handle_types", "handle types"),
+    ),
+    "MEM_FREE": (("dptr", "address freed"),),
+    "BATCH_MEM_OP": (("count", "operations"), ("flags", "flags")),
+    "CONDITIONAL": (
+        ("conditional_type", "conditional type"),
+        ("conditional_handle", "conditional handle"),
+    ),
+}
 _SECTIONS = {"replay", "eager", "attribution", "args", "pointers"}
-_SHOWN = {field for field, _ in _LAUNCH} | _SECTIONS | {"type", "graph_id", "local_id"}
+_ALWAYS_SHOWN = _SECTIONS | {"type", "graph_id", "local_id", "parent"}
+# Fields whose values are addresses or handles (the last dotted part of the name): shown in hex.
+_ADDRESS_PARTS = {
+    "address", "addr", "array", "base_ptr", "device", "dptr", "event", "fn", "func_handle",
+    "host", "node_handle", "ptr", "user_data",
+}  # fmt: skip
+_BREAK = re.compile(r"(?<=[.:/,])")  # where a long buffer or segment name may wrap
+_MAX_POINTER_ROWS = 100
+
+
+def _is_address(field: str) -> bool:
+    return field.rsplit(".", 1)[-1] in _ADDRESS_PARTS
+
+
+def _hex(value: Any) -> str:
+    return hex(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
 def _text(value: Any) -> str:
@@ -43,12 +96,130 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _shown(field: str, value: Any) -> str:
+    """A field's value as text: addresses and handles in hex."""
+    return _hex(value) if _is_address(field) else _text(value)
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, Component) else _text(value)
+
+
 def _table(rows: list[tuple[str, Any]], test_id: str) -> html.Table:
+    """A label/value table; a value is text, or components (links) shown as they are."""
     return html.Table(
-        [html.Tr([html.Th(label), html.Td(_text(value))]) for label, value in rows],
+        [html.Tr([html.Th(label), html.Td(_cell(value))]) for label, value in rows],
         className="kv",
         id=test_id,
     )
+
+
+def _link(key: str, text: str) -> html.Button:
+    """A button that selects node ``key`` (the server listens to this id's pattern)."""
+    return html.Button(text, id={"type": "nav", "key": key}, className="link", n_clicks=0)
+
+
+def _first_node(G: nx.DiGraph, graph_id: int) -> str | None:
+    """The first-made node of graph ``graph_id`` (it depends on nothing), or None if empty."""
+    key = node_key(graph_id, 0)
+    if key in G:
+        return key
+    nodes = [(d.get("local_id", 0), k) for k, d in G.nodes(data=True) if d["graph_id"] == graph_id]
+    return min(nodes)[1] if nodes else None
+
+
+def _graph_link(G: nx.DiGraph, graph_id: int) -> Any:
+    first = _first_node(G, graph_id)
+    if first is None:
+        return f"graph {graph_id} (no nodes)"
+    return html.Span([_link(first, f"graph {graph_id}"), f" (first node {first})"])
+
+
+def _extra_rows(G: nx.DiGraph, data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
+    """Rows built from several fields, and the fields they show."""
+    kind = data.get("type")
+    if kind == "KERNEL":
+        return _access_policy(data)
+    if kind == "MEMCPY":
+        return _extent(data)
+    if kind == "BATCH_MEM_OP":
+        return _batch_ops(data)
+    if kind == "GRAPH" and isinstance(data.get("child_graph"), int):
+        return [("child graph", _graph_link(G, data["child_graph"]))], {"child_graph"}
+    if kind == "CONDITIONAL":
+        bodies, labels = data.get("bodies") or [], data.get("body_labels") or []
+        rows = [
+            (f"body '{label}'", _graph_link(G, body))
+            for body, label in zip(bodies, labels, strict=False)
+        ]
+        return rows, {"bodies", "body_labels"}
+    return [], set()
+
+
+def _access_policy(data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
+    prefix = "access_policy_window."
+    fields = {k for k in data if k.startswith(prefix)}
+    if not fields:
+        return [], set()
+    size = data.get(prefix + "num_bytes")
+    if not size:
+        return [("access policy window", "none")], fields
+    text = (
+        f"{_hex(data.get(prefix + 'base_ptr'))} + {size} bytes, hit ratio "
+        f"{data.get(prefix + 'hit_ratio')} ({data.get(prefix + 'hit_prop')} on hit, "
+        f"{data.get(prefix + 'miss_prop')} on miss)"
+    )
+    return [("access policy window", text)], fields
+
+
+def _extent(data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
+    # Verbose dumps name the width extent.width_in_bytes; runtime-types ones extent.width.
+    names = [
+        "extent.width_in_bytes" if "extent.width_in_bytes" in data else "extent.width",
+        "extent.height",
+        "extent.depth",
+    ]
+    if not all(n in data for n in names):
+        return [], set()
+    text = " x ".join(str(data[n]) for n in names)
+    return [("extent (width bytes x height x depth)", text)], set(names)
+
+
+def _batch_ops(data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
+    rows, fields, i = [], set(), 0
+    while f"param_array[{i}].op" in data:
+        part = {f: data.get(f"param_array[{i}].{f}") for f in ("op", "addr", "val", "flags")}
+        fields |= {f"param_array[{i}].{f}" for f in part}
+        text = f"{part['op']} at {_hex(part['addr'])}, value {part['val']}, flags {part['flags']}"
+        rows.append((f"operation {i}", text))
+        i += 1
+    return rows, fields
+
+
+def _params(G: nx.DiGraph, data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
+    """The node's own parameters as labelled rows, and every field they show."""
+    spec = _PARAMS.get(data.get("type", ""), ())
+    rows: list[tuple[str, Any]] = [
+        (label, _shown(field, data[field])) for field, label in spec if field in data
+    ]
+    extra, fields = _extra_rows(G, data)
+    return rows + extra, fields | {field for field, _ in spec}
+
+
+def _owner(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
+    """Where a node of a child or body graph sits: "IF body 'True' of <owner>", as a link."""
+    parent = data.get("parent")
+    if not isinstance(parent, str) or parent not in G:
+        return []
+    owner, graph_id = G.nodes[parent], data.get("graph_id")
+    if owner.get("type") == "CONDITIONAL" and graph_id in (owner.get("bodies") or []):
+        labels = owner.get("body_labels") or []
+        index = owner["bodies"].index(graph_id)
+        label = labels[index] if index < len(labels) else index
+        words = f"in {owner.get('conditional_type', 'CONDITIONAL')} body '{label}' of "
+    else:
+        words = f"in child graph {graph_id} of "
+    return [html.Div([words, _link(parent, parent)], id="node-owner")]
 
 
 def _us(value: Any) -> str:
@@ -87,16 +258,7 @@ def _arguments(data: dict[str, Any]) -> list[Any]:
     args = data.get("args")
     if not isinstance(args, list) or not args:
         return []
-    pointers: dict[int, list[str]] = {}
-    for p in data.get("pointers") or []:
-        where = p.get("buffer") or p.get("segment") or "?"
-        offset = p.get("buffer_offset", p.get("segment_offset", 0))
-        pointers.setdefault(int(p.get("arg", -1)), []).append(
-            f"+{p.get('offset')}: {where}+{offset}"
-        )
-    header = html.Tr(
-        [html.Th("#"), html.Th("offset"), html.Th("size"), html.Th("value"), html.Th("points to")]
-    )
+    header = html.Tr([html.Th("#"), html.Th("offset"), html.Th("size"), html.Th("value")])
     rows = [header]
     for i, arg in enumerate(args):
         value = str(arg.get("value", "-"))
@@ -107,27 +269,184 @@ def _arguments(data: dict[str, Any]) -> list[Any]:
                     html.Td(str(arg.get("offset"))),
                     html.Td(str(arg.get("size"))),
                     html.Td(value if len(value) <= 48 else value[:48] + "...", title=value),
-                    html.Td("; ".join(pointers.get(i, [])) or "-"),
                 ]
             )
         )
     return [html.H4(f"Arguments ({len(args)})"), html.Table(rows, className="args", id="node-args")]
 
 
-def _links(G: nx.DiGraph, keys: list[str], title: str) -> list[Any]:
-    if not keys:
-        return [html.Div(f"{title}: none", className="muted")]
-    buttons = [
-        html.Button(
-            f"{display_name(G.nodes[k])} ({k})",
-            id={"type": "nav", "key": k},
-            className="link",
-            n_clicks=0,
+# Where each kernel-argument address of a graph points, by address: the capture resolves kernel
+# arguments only, and a copy or memset to the very same address points to the same place.
+_KNOWN: weakref.WeakKeyDictionary[nx.DiGraph, dict[int, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _known_addresses(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
+    if G not in _KNOWN:
+        known: dict[int, dict[str, Any]] = {}
+        for _, data in G.nodes(data=True):
+            for p in data.get("pointers") or ():
+                if p.get("buffer") or p.get("segment"):
+                    known.setdefault(p["address"], p)
+        _KNOWN[G] = known
+    return _KNOWN[G]
+
+
+def _breakable(name: str) -> Any:
+    """``name`` with line-break chances after its dots, colons, slashes and commas."""
+    parts = [p for p in _BREAK.split(name) if p]
+    if len(parts) < 2:
+        return name
+    out: list[Any] = []
+    for part in parts:
+        out += [part, html.Wbr()]
+    return out[:-1]
+
+
+def _place(name: Any, offset: Any) -> Any:
+    if not name:
+        return "-"
+    shown = _breakable(str(name))
+    suffix = f" +{_hex(offset)}" if isinstance(offset, int) and offset else ""
+    if isinstance(shown, list):
+        return [*shown, suffix] if suffix else shown
+    return shown + suffix
+
+
+def _endpoint(data: dict[str, Any], side: str) -> tuple[str, str, str] | None:
+    """A copy's ``side`` ("src" or "dst"): (label, address field, position) from whichever
+    field the dump filled: runtime-types ``src_ptr.ptr``, else verbose ``src.device``, ``.host``
+    or ``.array`` (the one the memory type names, else the first non-zero)."""
+    if isinstance(data.get(f"{side}_ptr.ptr"), int):
+        return side, f"{side}_ptr.ptr", _position([data.get(f"{side}_pos.{a}") for a in "xyz"])
+    fields = [f for f in ("device", "host", "array") if isinstance(data.get(f"{side}.{f}"), int)]
+    if not fields:
+        return None
+    memory = str(data.get(f"{side}.memory_type", "")).split(" ")[0].lower()
+    chosen = [f for f in fields if f == memory] or [f for f in fields if data[f"{side}.{f}"]]
+    field = (chosen or fields)[0]
+    pos = _position([data.get(f"{side}.{a}") for a in ("x_in_bytes", "y", "z")])
+    return f"{side} ({field})", f"{side}.{field}", pos
+
+
+def _position(pos: list[Any]) -> str:
+    return "x {} y {} z {}".format(*pos) if any(pos) else "-"
+
+
+def _addresses(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(what, address field, position) of each address a copy, memset or batch op touches."""
+    kind = data.get("type")
+    if kind == "MEMCPY":
+        ends = (_endpoint(data, side) for side in ("src", "dst"))
+        return [end for end in ends if end is not None]
+    if kind == "MEMSET" and isinstance(data.get("dptr"), int):
+        return [("dst", "dptr", "-")]
+    found, i = [], 0
+    while kind == "BATCH_MEM_OP" and isinstance(data.get(f"param_array[{i}].addr"), int):
+        found.append((f"operation {i}", f"param_array[{i}].addr", "-"))
+        i += 1
+    return found
+
+
+def _address_rows(G: nx.DiGraph, data: dict[str, Any]) -> list[tuple[str, str, int, Any, Any]]:
+    """(what, offset, address, buffer, segment) of each address in :func:`_addresses`."""
+    found = _addresses(data)
+    known = _known_addresses(G) if found else {}
+    rows = []
+    for what, field, pos in found:
+        p = known.get(data[field], {})
+        buffer = _place(p.get("buffer"), p.get("buffer_offset"))
+        segment = _place(p.get("segment"), p.get("segment_offset"))
+        rows.append((what, pos, data[field], buffer, segment))
+    return rows
+
+
+_BUFFER_COLUMNS = (
+    ("arg", "the kernel argument's index, or which end of a copy or memset"),
+    ("offset", "bytes into the argument, or the copy's x, y, z position"),
+    ("address", "the address, in hex"),
+    ("buffer", "the named buffer it falls in, + the offset into it"),
+    ("segment", "the allocator segment it falls in, + the offset into it"),
+)
+_WRAP = {
+    "overflowWrap": "break-word",
+    "wordBreak": "normal",
+    "padding": "1px 6px",
+    "textAlign": "left",
+    "verticalAlign": "top",
+}
+_ADDRESS_CELL = {
+    "fontFamily": "ui-monospace, monospace",
+    "whiteSpace": "nowrap",
+    "padding": "1px 6px",
+    "verticalAlign": "top",
+}
+
+
+def _buffers(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
+    """One table of the memory a node touches: kernel pointer arguments, copy and memset
+    addresses, in hex, with the buffer and allocator segment they fall in where known."""
+    pointers = data.get("pointers") or []
+    rows = [
+        (
+            str(p.get("arg", "-")),
+            str(p.get("offset", "-")),
+            p.get("address"),
+            _place(p.get("buffer"), p.get("buffer_offset")),
+            _place(p.get("segment"), p.get("segment_offset")),
         )
-        for k in keys[:50]
+        for p in pointers[:_MAX_POINTER_ROWS]
+    ] + _address_rows(G, data)
+    if not rows:
+        return []
+    table = [html.Tr([html.Th(h, title=tip, style=_WRAP) for h, tip in _BUFFER_COLUMNS])]
+    for what, offset, address, buffer, segment in rows:
+        table.append(
+            html.Tr(
+                [
+                    html.Td(what, style=_WRAP),
+                    html.Td(offset, style=_WRAP),
+                    html.Td(_hex(address), style=_ADDRESS_CELL),
+                    html.Td(buffer, style=_WRAP),
+                    html.Td(segment, style=_WRAP),
+                ]
+            )
+        )
+    out: list[Any] = [
+        html.H4("Buffers"),
+        html.Table(table, id="node-buffers", style={"borderCollapse": "collapse", "width": "100%"}),
     ]
+    if len(pointers) > _MAX_POINTER_ROWS:
+        out.append(html.P(f"... and {len(pointers) - _MAX_POINTER_ROWS} more pointers."))
+    if data.get("type") != "KERNEL" and _known_addresses(G):
+        out.append(
+            html.P(
+                "Named where a kernel argument of this graph holds the same address.",
+                className="muted",
+            )
+        )
+    return out
+
+
+def _links(G: nx.DiGraph, keys: list[str], title: str, test_id: str) -> list[Any]:
+    """Links to neighbours; ``test_id`` is where the page's arrow keys find the first."""
+    if not keys:
+        return [html.Div(f"{title}: none", className="muted", id=test_id)]
+    buttons = [_link(k, f"{display_name(G.nodes[k])} ({k})") for k in keys[:50]]
     more = [html.Span(f" ... and {len(keys) - 50} more")] if len(keys) > 50 else []
-    return [html.Div([html.Span(f"{title}: "), *buttons, *more])]
+    return [html.Div([html.Span(f"{title}: "), *buttons, *more], id=test_id)]
+
+
+def _groups(groups: list[str] | None) -> list[Any]:
+    """A collapse button for each open group the node sits in, innermost first."""
+    if not groups:
+        return []
+    buttons = [
+        html.Button(g, id={"type": "collapse", "group": g}, className="link", n_clicks=0)
+        for g in groups
+    ]
+    return [html.Div([html.Span("collapse: "), *buttons], id="node-groups")]
 
 
 def _module_text(module: Any) -> str:
@@ -137,46 +456,46 @@ def _module_text(module: Any) -> str:
     return module or "(the model itself)"
 
 
+def _origin(data: dict[str, Any]) -> list[Any]:
+    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else None
+    if origin is None:
+        return []
+    where = f"{origin.get('file')}:{origin.get('line')}" if origin.get("file") else "-"
+    source = f"{where} in {origin.get('function')}" if origin.get("function") else where
+    rows = [
+        ("module", _module_text(origin.get("module"))),
+        ("op", origin.get("op") or "-"),
+        ("source", source),
+    ]
+    return [html.H4("Made by"), _table(rows, "node-origin")]
+
+
 def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list[Any]:
     """The panel's children for node ``key``; ``groups``: the open groups it can fold into."""
     data = G.nodes[key]
     kind = data.get("type", "?")
     title = display_name(data) if kind == "KERNEL" else kind
-    launch = [(label, data[field]) for field, label in _LAUNCH if field in data]
-    origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else None
+    params, shown = _params(G, data)
     out: list[Any] = [
         html.H3(title, id="node-title"),
         html.Div(
             f"{kind} · {key} · graph {data.get('graph_id')} · local id {data.get('local_id')}"
         ),
-        html.H4("Launch"),
-        _table(launch, "node-launch") if launch else html.P("-", className="muted"),
+        *_owner(G, data),
+        *_groups(groups),
+        html.H4("Parameters"),
+        _table(params, "node-launch") if params else html.P("none", className="muted"),
+        *_buffers(G, data),
         html.H4("Timing"),
         *_timing(data),
-    ]
-    if origin is not None:
-        where = f"{origin.get('file')}:{origin.get('line')}" if origin.get("file") else "-"
-        out += [
-            html.H4("Made by"),
-            _table(
-                [
-                    ("module", _module_text(origin.get("module"))),
-                    ("op", origin.get("op") or "-"),
-                    (
-                        "source",
-                        f"{where} in {origin.get('function')}" if origin.get("function") else where,
-                    ),
-                ],
-                "node-origin",
-            ),
-        ]
-    out += _arguments(data)
-    out += [
+        *_origin(data),
+        *_arguments(data),
         html.H4("Neighbours"),
-        *_links(G, sorted(G.predecessors(key)), "depends on"),
-        *_links(G, sorted(G.successors(key)), "followed by"),
+        *_links(G, sorted(G.predecessors(key)), "depends on", "node-predecessors"),
+        *_links(G, sorted(G.successors(key)), "followed by", "node-successors"),
     ]
-    rest = sorted((k, v) for k, v in data.items() if k not in _SHOWN)
+    hidden = shown | _ALWAYS_SHOWN | {field for _, field, _ in _addresses(data)}
+    rest = sorted((k, _shown(k, v)) for k, v in data.items() if k not in hidden)
     if rest:
         out += [
             html.Details([html.Summary(f"All attributes ({len(rest)})"), _table(rest, "node-all")])
