@@ -305,13 +305,14 @@ def build_figure(
     width = max((x for x, _ in lay.pos.values()), default=0.0)
     height = max(360, min(760, 70 * (len(lay.rows) + 1)))
     fig.update_layout(
-        margin={"l": 10, "r": 10, "t": 10, "b": 10},
+        # The legend sits above the plot, in its own margin: over the plot it hid nodes.
+        margin={"l": 10, "r": 10, "t": 34, "b": 10},
         plot_bgcolor="white",
         dragmode="pan",
         clickmode="event",
         hovermode="closest",
         uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
-        legend={"orientation": "h", "y": 1.02, "x": 0},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         annotations=row_labels(lay, height),
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},

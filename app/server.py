@@ -10,9 +10,11 @@ import atexit
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import dash
 import networkx as nx
@@ -175,6 +177,61 @@ def default_grouping(source_id: str) -> dict[str, Any]:
     return {"source": source_id, "default": "overview", "toggled": []}
 
 
+def opened_to(
+    state: dict[str, Any], base: set[str], chain: list[str], want: bool = True
+) -> dict[str, Any]:
+    """``state`` with every group of ``chain`` open (or shut, with ``want`` False); ``base``
+    is what its default opens. The same state comes back when nothing changes."""
+    toggled = set(state["toggled"])
+    for group in chain:
+        if ((group in base) != (group in toggled)) != want:
+            toggled.symmetric_difference_update({group})
+    if toggled == set(state["toggled"]):
+        return state
+    return {**state, "toggled": sorted(toggled)}
+
+
+#: How much of the DAG a jump to a node shows around it, in node spacings and rows.
+FOCUS_X, FOCUS_Y = 4.0, 5.0
+
+
+def focus_ranges(lay: Layout, key: str | None) -> dict[str, list[float]] | None:
+    """Axis ranges that centre ``key`` and zoom to its neighbourhood (y is drawn reversed)."""
+    if key is None or key not in lay.pos:
+        return None
+    x, y = lay.pos[key]
+    return {
+        "xaxis.range": [x - FOCUS_X, x + FOCUS_X],
+        "yaxis.range": [y + FOCUS_Y, y - FOCUS_Y],
+    }
+
+
+def match_count(matches: Any, selected: Any) -> str:
+    """``3 of 17`` when the selected node is a match, else ``17 matches``."""
+    if not isinstance(matches, list) or not matches:
+        return ""
+    if selected in matches:
+        return f"{matches.index(selected) + 1} of {len(matches)}"
+    return f"{len(matches)} matches"
+
+
+def _query() -> Any:
+    """The page address's query: Dash asks for the layout from ``/_dash-layout``, so the
+    address the user opened is the request's referrer."""
+    import flask
+
+    if flask.request.args:
+        return flask.request.args
+    referrer = flask.request.referrer or ""
+    return {k: v[0] for k, v in parse_qs(urlparse(referrer).query).items() if v}
+
+
+def url_state(args: Any) -> dict[str, str]:
+    """What a page URL's query asks for (``file``, ``node``, ``view``, ``colour``), as text."""
+    keys = ("file", "node", "view", "colour")
+    return {k: str(args.get(k)) for k in keys if isinstance(args.get(k), str) and args.get(k)}
+
+
 _HIDDEN = {"display": "none"}
 PAGES = ("graph", "report", "compare", "buckets", "catalog")
 
@@ -199,6 +256,77 @@ function(rings) {
 }
 """
 
+
+# Move the DAG's view to a node (``focus`` from the ring callback). Through relayout, as a
+# user's zoom would be, so that the next redraw (same uirevision) keeps it.
+_FOCUS = """
+function(focus) {
+  if (!focus || !focus.ranges) { return window.dash_clientside.no_update; }
+  const begun = Date.now();
+  return new Promise(resolve => {
+    const move = () => {
+      const gd = document.querySelector('#dag .js-plotly-plot');
+      if (gd && gd._fullLayout && window.Plotly) {
+        window.Plotly.relayout(gd, focus.ranges).then(() => resolve(focus.at));
+      } else if (Date.now() - begun < 10000) {
+        setTimeout(move, 50);
+      } else {
+        resolve(window.dash_clientside.no_update);
+      }
+    };
+    move();
+  });
+}
+"""
+
+# A new node in the panel is read from its top.
+_PANEL_TOP = """
+function(children) {
+  const panel = document.getElementById('node-panel');
+  if (panel) { panel.scrollTop = 0; }
+  return window.dash_clientside.no_update;
+}
+"""
+
+# The page's state in its address, so that a reload or a shared link restores it.
+_TO_URL = """
+function(source, selected, page, colour) {
+  const params = new URLSearchParams();
+  if (source) { params.set('file', source); }
+  if (selected) { params.set('node', selected); }
+  if (page && page !== 'graph') { params.set('view', page); }
+  if (colour && colour !== 'type') { params.set('colour', colour); }
+  const search = params.toString() ? '?' + params.toString() : '';
+  return search === window.location.search ? window.dash_clientside.no_update : search;
+}
+"""
+
+# Keys: n and p step through search matches; the arrows follow the selected node's edges
+# (left and up: what it depends on; right and down: what follows it).
+_KEYS = """
+function(id) {
+  if (window._graphscopeKeys) { return window.dash_clientside.no_update; }
+  window._graphscopeKeys = true;
+  document.addEventListener('keydown', event => {
+    const target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey) { return; }
+    if (target && (target.tagName === 'INPUT' || target.tagName === 'TEXTAREA'
+                   || target.isContentEditable)) { return; }
+    const click = selector => {
+      const button = document.querySelector(selector);
+      if (button) { button.click(); event.preventDefault(); }
+    };
+    if (event.key === 'n') { click('#next'); }
+    else if (event.key === 'p') { click('#prev'); }
+    else if (event.key === 'ArrowRight' || event.key === 'ArrowDown') {
+      click('#node-successors button.link');
+    } else if (event.key === 'ArrowLeft' || event.key === 'ArrowUp') {
+      click('#node-predecessors button.link');
+    }
+  });
+  return window.dash_clientside.no_update;
+}
+"""
 
 _X_CHANGES = """
 function(relayout) {
@@ -231,6 +359,10 @@ def _page(
     bucket_files: list[dict[str, str]],
     catalog: list[Any],
     start: str,
+    *,
+    colour: str = "type",
+    selected: str | None = None,
+    grouping: Any = None,
 ) -> html.Div:
     """The page's components, holding the first graph as ``draw`` would have drawn it."""
     return html.Div(
@@ -259,7 +391,7 @@ def _page(
                             {"label": " by type", "value": "type"},
                             {"label": " by replay time", "value": "time"},
                         ],
-                        value="type",
+                        value=colour,
                         inline=True,
                     ),
                     dcc.Input(
@@ -367,8 +499,8 @@ def _page(
                 className="page",
                 style=_HIDDEN,
             ),
-            dcc.Store(id="selected"),
-            dcc.Store(id="grouping"),
+            dcc.Store(id="selected", data=selected),
+            dcc.Store(id="grouping", data=grouping),
             dcc.Store(id="rings", data=rings),
             dcc.Store(id="painted"),
             dcc.Store(id="timeline-ring"),
@@ -376,6 +508,12 @@ def _page(
             dcc.Store(id="timeline-window"),
             dcc.Store(id="timeline-zoom"),
             dcc.Store(id="matches", data=found),
+            dcc.Store(id="focus-request"),
+            dcc.Store(id="focus"),
+            dcc.Store(id="focused"),
+            dcc.Store(id="panel-top"),
+            dcc.Store(id="keys"),
+            dcc.Location(id="url", refresh=False),
         ]
     )
 
@@ -488,8 +626,12 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         grouping: Any,
         selected: str | None,
         new_source: bool,
+        focus: str | None = None,
     ) -> tuple[Any, ...]:
-        """The whole page for a graph; a selection alone only moves the rings (``rings``)."""
+        """The whole page for a graph; a selection alone only moves the rings (``rings``).
+
+        With ``focus`` equal to the selected node, the view is centred on it.
+        """
         hidden = {"display": "none"}
         source = registry.get(source_id)
         if source is None:
@@ -541,7 +683,14 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                 )
             )
         fig = build_figure(shown, lay, colour, ring, sorted(set(drawn.values())), hover=False)
-        count = f"{len(found)} matches" if search else ""
+        ranges = focus_ranges(lay, ring) if key is not None and focus == key else None
+        if ranges:  # the ring callback's move could come before this figure: both move
+            fig.update_layout(
+                xaxis_range=ranges["xaxis.range"],
+                yaxis_range=ranges["yaxis.range"],
+                yaxis_autorange=False,
+            )
+        count = match_count(found, key) if search else ""
         rings = {"dag": len(fig.data) - 1, "source": source.id, "colour": colour}
         return fig, {}, notes, _cards(G), found, count, rings
 
@@ -551,17 +700,31 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     first = next(iter(registry.sources), None)
 
     def page() -> html.Div:
-        """The page, arriving with the first graph drawn.
+        """The page, arriving with the first graph drawn, or with the file, node, page and
+        colouring its address asks for (``?file=f2&node=graph_1_node_40&view=graph``).
 
         Drawing it here rather than in a callback saves the page a round trip after it loads
         (measured: about 0.1 s of a first paint of 1.1 s at 1,000 nodes).
         """
+        import flask
+
+        asked = url_state(_query()) if flask.has_request_context() else {}
+        source_id = asked["file"] if registry.get(asked.get("file")) is not None else first
+        colour = asked.get("colour") if asked.get("colour") in ("type", "time") else "type"
+        view = asked["view"] if asked.get("view") in PAGES else start
+        node, grouping = None, None
+        G = graph_of(source_id) if asked.get("node") else None
+        if G is not None and source_id is not None and asked["node"] in G:
+            node = asked["node"]
+            state = default_grouping(source_id)
+            base = base_of(source_id, G, state["default"])
+            grouping = opened_to(state, base, levels_of(source_id, G).get(node, []))
         fig, style, status, cards, found, count, rings = render(
-            first, "type", None, None, None, True
+            source_id, colour, None, grouping, node, node is None, node
         )
         return _page(
             options(),
-            first,
+            source_id,
             fig,
             style,
             status,
@@ -571,7 +734,10 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             rings,
             bucket_files,
             pages.catalog_page(runs),
-            start,
+            view,
+            colour=colour,
+            selected=node,
+            grouping=grouping,
         )
 
     app.layout = page
@@ -691,6 +857,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Input("search", "value"),
         Input("grouping", "data"),
         State("selected", "data"),
+        State("focus-request", "data"),
         # The page arrives with the first graph drawn (see ``page``).
         prevent_initial_call=True,
     )
@@ -700,10 +867,47 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         search: str | None,
         grouping: Any,
         selected: str | None,
+        focus: str | None,
     ) -> tuple[Any, ...]:
         return render(
-            source_id, colour, search, grouping, selected, dash.ctx.triggered_id == "source"
+            source_id,
+            colour,
+            search,
+            grouping,
+            selected,
+            dash.ctx.triggered_id == "source",
+            focus if dash.ctx.triggered_id == "grouping" else None,
         )
+
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        _FOCUS, Output("focused", "data"), Input("focus", "data"), prevent_initial_call=True
+    )
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        _PANEL_TOP,
+        Output("panel-top", "data"),
+        Input("node-panel", "children"),
+        prevent_initial_call=True,
+    )
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        _TO_URL,
+        Output("url", "search"),
+        Input("source", "value"),
+        Input("selected", "data"),
+        Input("page", "value"),
+        Input("colour", "value"),
+    )
+    app.clientside_callback(  # type: ignore[no-untyped-call]
+        _KEYS, Output("keys", "data"), Input("keys", "id")
+    )
+
+    @app.callback(
+        Output("match-count", "children", allow_duplicate=True),
+        Input("selected", "data"),
+        State("matches", "data"),
+        prevent_initial_call=True,
+    )
+    def counted(selected: Any, matches: Any) -> str:
+        return match_count(matches, selected)
 
     # What is drawn after the DAG (hover texts, the timeline) waits until the browser has
     # painted it: fetched at once, it arrived first and held up the first paint.
@@ -795,12 +999,14 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     @app.callback(
         Output("dag", "figure", allow_duplicate=True),
         Output("timeline", "figure", allow_duplicate=True),
+        Output("focus", "data"),
         Input("node-panel", "children"),
         State("selected", "data"),
         State("source", "value"),
         State("grouping", "data"),
         State("rings", "data"),
         State("timeline-ring", "data"),
+        State("focus-request", "data"),
         prevent_initial_call=True,
     )
     def ring(
@@ -810,6 +1016,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         grouping: Any,
         rings: Any,
         timeline_ring_index: Any,
+        focus_request: Any,
     ) -> Any:
         """Move the selection rings once the node panel is shown.
 
@@ -819,7 +1026,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         G = graph_of(source_id)
         if G is None or source_id is None or not isinstance(rings, dict) or selected is None:
             # Nothing selected (the page has just loaded, or a new file is drawn without one).
-            return dash.no_update, dash.no_update
+            return dash.no_update, dash.no_update, dash.no_update
         expanded = expanded_of(source_id, G, grouping)
         shown, lay = view_of(source_id, G, expanded)
         key = selected if isinstance(selected, str) and selected in G else None
@@ -832,18 +1039,23 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         x, y = ring_at(lay, drawn)
         dag["data"][rings["dag"]]["x"] = x
         dag["data"][rings["dag"]]["y"] = y
+        ranges = focus_ranges(lay, drawn) if focus_request == selected else None
+        # Moved by the browser (Plotly.relayout, in _FOCUS) once this figure is drawn: a
+        # range set here would be lost to a redraw of the DAG still on its way.
+        focus = {"ranges": ranges, "at": time.time()} if ranges else dash.no_update
         if not isinstance(timeline_ring_index, int):
-            return dag, dash.no_update
+            return dag, dash.no_update, focus
         timeline = Patch()
         ys, bases, widths = timeline_ring(G, drawn, shown)
         timeline["data"][timeline_ring_index]["y"] = ys
         timeline["data"][timeline_ring_index]["base"] = bases
         timeline["data"][timeline_ring_index]["x"] = widths
-        return dag, timeline
+        return dag, timeline, focus
 
     @app.callback(
         Output("selected", "data"),
         Output("grouping", "data"),
+        Output("focus-request", "data"),
         Input("dag", "clickData"),
         Input("timeline", "clickData"),
         Input({"type": "nav", "key": ALL}, "n_clicks"),
@@ -871,62 +1083,62 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         matches: list[str],
         current: str | None,
         grouping: Any,
-    ) -> tuple[Any, Any]:
-        """What a click does: select a node (opening the groups it is in) or fold groups."""
+    ) -> tuple[Any, Any, Any]:
+        """What a click does: select a node (opening the groups it is in) or fold groups.
+
+        The third output asks for the view to move to the node (``focus-request``): on a
+        search step, a link, or a timeline click, not on a click in the DAG itself.
+        """
         trigger = dash.ctx.triggered_id
         G = graph_of(source_id)
         if trigger == "source" or G is None:
-            return None, None
+            return None, None, None
         state = (
             grouping if isinstance(grouping, dict) and grouping.get("source") == source_id else None
         )
         state = dict(state or default_grouping(source_id))
-        toggled = set(state["toggled"])
         levels = levels_of(source_id, G)
         base = base_of(source_id, G, state["default"])
 
-        def set_open(group: str, want: bool) -> None:
-            if ((group in base) != (group in toggled)) != want:
-                toggled.symmetric_difference_update({group})
+        def show(key: str) -> tuple[Any, Any, Any]:
+            after = opened_to(state, base, levels.get(key, []))
+            # Already in view: leave the grouping, and the figure, alone.
+            return key, (dash.no_update if after is state else after), key
 
-        def show(key: str) -> tuple[Any, Any]:
-            before = set(toggled)
-            for group in levels.get(key, []):
-                set_open(group, True)
-            if toggled == before:  # already in view: leave the grouping, and the figure, alone
-                return key, dash.no_update
-            return key, {**state, "toggled": sorted(toggled)}
+        def fold(group: str) -> tuple[Any, Any, Any]:
+            return dash.no_update, opened_to(state, base, [group], want=False), None
 
-        def fold(group: str) -> tuple[Any, Any]:
-            set_open(group, False)
-            return dash.no_update, {**state, "toggled": sorted(toggled)}
-
+        nothing = (dash.no_update, dash.no_update, dash.no_update)
         if trigger in ("collapse-all", "expand-all"):
             mode = "collapsed" if trigger == "collapse-all" else "expanded"
-            return dash.no_update, {"source": source_id, "default": mode, "toggled": []}
+            return dash.no_update, {"source": source_id, "default": mode, "toggled": []}, None
         if trigger in ("prev", "next"):
             if not matches:
-                return dash.no_update, dash.no_update
+                return nothing
             step = 1 if trigger == "next" else -1
             index = matches.index(current) + step if current in matches else (0 if step > 0 else -1)
             return show(matches[index % len(matches)])
         if isinstance(trigger, dict) and trigger.get("type") in ("nav", "collapse"):
             pressed = nav if trigger["type"] == "nav" else collapse
             if not any(pressed):  # the buttons were just drawn, not clicked
-                return dash.no_update, dash.no_update
+                return nothing
             if trigger["type"] == "collapse":
                 return fold(trigger["group"])
             return show(trigger["key"])
         clicked = timeline_click if trigger == "timeline" else click
         if not (clicked and clicked.get("points")):
-            return dash.no_update, dash.no_update
+            return nothing
         key = clicked["points"][0].get("customdata")
         if not isinstance(key, str):
-            return dash.no_update, dash.no_update
+            return nothing
         if key.startswith("group:"):
-            set_open(key[len("group:") :], True)
-            return dash.no_update, {**state, "toggled": sorted(toggled)}
-        return show(key) if key in G else (dash.no_update, dash.no_update)
+            return dash.no_update, opened_to(state, base, [key[len("group:") :]]), None
+        if key not in G:
+            return nothing
+        selected, grouping_after, _ = show(key)
+        # A click on the DAG leaves the view where it is; one on the timeline brings the
+        # node into view.
+        return selected, grouping_after, (None if trigger == "dag" else key)
 
     @app.callback(
         Output("node-panel", "children"),

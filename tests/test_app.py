@@ -508,3 +508,31 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     bad = registry.add_recording(broken.parent, "broken")
     assert bad.error and "recording.json" in _text(pages.catalog_page([bad]))
     assert "No recording here" in _text(pages.catalog_page([]))
+
+
+def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> None:
+    from graphscope.app.groups import group_levels, overview
+
+    G = graphscope.load(DEEP)
+    levels = group_levels(G)
+    base = overview(levels)
+    state = server.default_grouping("f0")
+    deep = next(k for k, chain in levels.items() if "model.layers.200" in chain)
+    opened = server.opened_to(state, base, levels[deep])
+    assert set(levels[deep]) - base <= set(opened["toggled"])  # each shut group toggled open
+    assert server.opened_to(opened, base, levels[deep]) is opened  # nothing more to open
+    shut = server.opened_to(opened, base, ["model.layers.200"], want=False)
+    assert "model.layers.200" not in shut["toggled"]
+    lay = layout(G)
+    x, y = lay.pos[deep]
+    ranges = server.focus_ranges(lay, deep)
+    assert ranges is not None and sum(ranges["xaxis.range"]) / 2 == x
+    assert ranges["yaxis.range"][0] > y > ranges["yaxis.range"][1]  # y is drawn reversed
+    assert server.focus_ranges(lay, "no such node") is None
+    assert server.match_count(["a", "b", "c"], "b") == "2 of 3"
+    assert server.match_count(["a", "b", "c"], "z") == "3 matches"
+    assert server.match_count([], None) == ""
+    assert server.url_state({"file": "f2", "node": "graph_1_node_4", "view": "", "x": "1"}) == {
+        "file": "f2",
+        "node": "graph_1_node_4",
+    }

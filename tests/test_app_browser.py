@@ -321,3 +321,57 @@ def test_a_recording_opens_on_its_catalog_and_a_graph_id_opens_the_graph(browser
         assert "replays in the program" in cards and "inductor" in cards
     finally:
         server.shutdown()
+
+
+DEEP = BUNDLES.parent / "large" / "hf-deep-llama-b1.json.gz"
+_RANGES = (
+    "const gd = document.querySelector('#dag .js-plotly-plot');"
+    "return [gd._fullLayout.xaxis.range, gd._fullLayout.yaxis.range];"
+)
+
+
+def _text(driver: Any, element_id: str) -> str:
+    found = driver.find_elements(By.ID, element_id)
+    return str(found[0].text) if found else ""
+
+
+def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
+    """The 10,780-node sample: labels, search steps that move the view, a link that
+    restores the node after a reload, and the arrow keys along its edges."""
+    url, server = serve_in_thread([DEEP])
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        labels = {t.text for t in browser.find_elements(By.CSS_SELECTOR, "#dag .textpoint text")}
+        # The first layer kernel by kernel, named by op; the other 223 layers as one block.
+        assert {"mm", "silu", "layers 1..223 x223"} <= labels
+        before = browser.execute_script(_RANGES)
+        search = browser.find_element(By.ID, "search")
+        search.send_keys("sdpa", Keys.ENTER)
+        wait.until(lambda d: _text(d, "match-count") == "224 matches")
+        browser.find_element(By.ID, "next").click()
+        wait.until(lambda d: _text(d, "match-count") == "1 of 224")
+        browser.find_element(By.ID, "next").click()
+        wait.until(lambda d: _text(d, "match-count") == "2 of 224")
+        wait.until(lambda d: "sdpa" in _text(d, "node-title"))
+        # The view moved to the match and zoomed in on it.
+        wait.until(lambda d: d.execute_script(_RANGES)[0] != before[0])
+        (x0, x1), _ = browser.execute_script(_RANGES)
+        assert x1 - x0 < before[0][1] - before[0][0]
+        assert browser.execute_script("return document.getElementById('node-panel').scrollTop") == 0
+        shared = browser.current_url
+        node = shared.split("node=")[1]
+        assert "file=" in shared and node.startswith("graph_1_node_")
+        # A reload (or the link, shared) comes back to the same node, in view.
+        browser.get(shared)
+        wait.until(lambda d: "sdpa" in _text(d, "node-title"))
+        assert f"local id {node.rsplit('_', 1)[1]}" in _text(browser, "node-panel")
+        # The right arrow follows the node's edge to what runs next.
+        browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_RIGHT)
+        following = f"graph_1_node_{int(node.rsplit('_', 1)[1]) + 1}"
+        wait.until(lambda d: d.current_url.endswith(f"node={following}"))
+        browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
+        wait.until(lambda d: d.current_url.endswith(f"node={node}"))
+    finally:
+        server.shutdown()
