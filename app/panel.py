@@ -349,6 +349,31 @@ def _addresses(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return found
 
 
+def memory_names(G: nx.DiGraph, data: dict[str, Any]) -> set[str]:
+    """The buffers and allocator segments a node touches, by name (what a click on one in
+    the buffers table searches for)."""
+    names = set()
+    for p in list(data.get("pointers") or ()) + [
+        _known_addresses(G).get(data[field], {}) for _, field, _ in _addresses(data)
+    ]:
+        names.update(str(p[k]) for k in ("buffer", "segment") if p.get(k))
+    return names
+
+
+def _memory_link(name: Any, offset: Any) -> Any:
+    """A buffer or segment cell: its name as a link that finds every node touching it."""
+    if not name:
+        return "-"
+    return html.Button(
+        _place(name, offset),
+        id={"type": "buffer", "name": str(name)},
+        className="link",
+        n_clicks=0,
+        title="show every node that touches it",
+        style={"textAlign": "left"},
+    )
+
+
 def _address_rows(G: nx.DiGraph, data: dict[str, Any]) -> list[tuple[str, str, int, Any, Any]]:
     """(what, offset, address, buffer, segment) of each address in :func:`_addresses`."""
     found = _addresses(data)
@@ -356,8 +381,8 @@ def _address_rows(G: nx.DiGraph, data: dict[str, Any]) -> list[tuple[str, str, i
     rows = []
     for what, field, pos in found:
         p = known.get(data[field], {})
-        buffer = _place(p.get("buffer"), p.get("buffer_offset"))
-        segment = _place(p.get("segment"), p.get("segment_offset"))
+        buffer = _memory_link(p.get("buffer"), p.get("buffer_offset"))
+        segment = _memory_link(p.get("segment"), p.get("segment_offset"))
         rows.append((what, pos, data[field], buffer, segment))
     return rows
 
@@ -393,8 +418,8 @@ def _buffers(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
             str(p.get("arg", "-")),
             str(p.get("offset", "-")),
             p.get("address"),
-            _place(p.get("buffer"), p.get("buffer_offset")),
-            _place(p.get("segment"), p.get("segment_offset")),
+            _memory_link(p.get("buffer"), p.get("buffer_offset")),
+            _memory_link(p.get("segment"), p.get("segment_offset")),
         )
         for p in pointers[:_MAX_POINTER_ROWS]
     ] + _address_rows(G, data)

@@ -21,14 +21,18 @@ import networkx as nx
 from dash import ALL, Input, Output, Patch, State, dcc, html
 
 from graphscope.analysis.buckets import bucket_report
+from graphscope.analysis.diff import diff
 from graphscope.errors import GraphscopeError
 from graphscope.recording import is_recording
 
 from . import pages
+from .cards import card_divs as _cards
+from .cards import untimed as _untimed
 from .figure import build_figure, has_timing, node_hovers, ring_at
 from .groups import GROUP, all_groups, collapsed, enclosing, group_levels, overview
 from .layout import Layout, layout
-from .panel import node_panel
+from .marks import mark_traces
+from .panel import memory_names, node_panel
 from .sources import SUFFIXES, RecordedRun, Registry, sample_files, sample_recordings
 from .timeline import (
     Row,
@@ -75,60 +79,17 @@ table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
 """
 
 
-def _cards(G: nx.DiGraph) -> list[Any]:
-    """Summary cards from the bundle's own figures (none for a DOT file)."""
-    t = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
-    eager = G.graph.get("eager_summary") if isinstance(G.graph.get("eager_summary"), dict) else {}
-    cards: list[tuple[str, str]] = [("nodes", f"{G.number_of_nodes()}")]
-    if isinstance(t.get("eager_step_us"), (int, float)):
-        cards.append(("eager step", f"{t['eager_step_us']:.0f} us"))
-    if isinstance(t.get("replay_wall_us"), (int, float)):
-        cards.append(("graph replay", f"{t['replay_wall_us']:.0f} us"))
-        if isinstance(t.get("eager_step_us"), (int, float)) and t["replay_wall_us"] > 0:
-            cards.append(("speedup", f"{t['eager_step_us'] / t['replay_wall_us']:.1f}x"))
-    if isinstance(eager.get("cpu_launch_us"), (int, float)) and eager.get("step_us"):
-        cards.append(
-            ("CPU launch share (eager)", f"{eager['cpu_launch_us'] / eager['step_us']:.0%}")
-        )
-    if isinstance(eager.get("gpu_idle_pct"), (int, float)):
-        cards.append(("GPU idle share (eager)", f"{eager['gpu_idle_pct']:.0f}%"))
-    life = G.graph.get("recording") if isinstance(G.graph.get("recording"), dict) else None
-    if life is not None:  # a graph recorded in its own program (graphscope record)
-        cards.append(("replays in the program", f"{life['replays']:,}"))
-        if isinstance(t.get("replay_us"), (int, float)):
-            cards.append(("replay, GPU span (median)", f"{t['replay_us']:.0f} us"))
-        if isinstance(life.get("cpu_launch_us"), (int, float)):
-            cards.append(("launch call, CPU (median)", f"{life['cpu_launch_us']:.0f} us"))
-        if life.get("batch") is not None:
-            cards.append(("batch", str(life["batch"])))
-        cards.append(("captured by", str(life.get("capturer") or "?")))
-    return [html.Div([html.B(value), label], className="card") for label, value in cards]
-
-
-def _untimed(G: nx.DiGraph) -> str:
-    """Why a graph shows no timing, in the words that fit where it came from."""
-    if G.number_of_nodes() == 0:
-        return (
-            "This graph has no nodes (torch.compile's CUDA graph trees instantiate an empty "
-            "graph before the first real one)."
-        )
-    if isinstance(G.graph.get("recording"), dict):
-        return (
-            "This graph was never replayed while recorded, so it has no timing: nodes are "
-            "coloured by type."
-        )
-    return (
-        "This file has no timing (a DOT dump carries none): nodes are coloured by type. "
-        "Capture with graphscope capture, or record the program with graphscope record, to "
-        "time every node."
-    )
-
-
 def _matches(G: nx.DiGraph, text: str) -> tuple[list[str], str | None]:
-    """Nodes whose kernel name, module, op or type matches ``text`` (a regex, else a substring)."""
+    """Nodes whose kernel name, module, op or type matches ``text`` (a regex, else a
+    substring); ``buffer:NAME`` finds the nodes that touch that buffer or segment."""
     text = (text or "").strip()
     if not text:
         return [], None
+    if text.startswith(BUFFER_SEARCH):
+        name = text[len(BUFFER_SEARCH) :].strip()
+        found = [k for k, d in G.nodes(data=True) if name in memory_names(G, d)]
+        found.sort(key=lambda k: (G.nodes[k].get("graph_id", 0), G.nodes[k].get("local_id", 0)))
+        return found, None if found else f"no node touches {name!r}"
     try:
         pattern = re.compile(text, re.IGNORECASE)
         warning = None
@@ -227,8 +188,9 @@ def _query() -> Any:
 
 
 def url_state(args: Any) -> dict[str, str]:
-    """What a page URL's query asks for (``file``, ``node``, ``view``, ``colour``), as text."""
-    keys = ("file", "node", "view", "colour")
+    """What a page URL's query asks for (``file``, ``node``, ``view``, ``colour``, and
+    ``compare``: the file whose diff to ``file`` is marked in the DAG), as text."""
+    keys = ("file", "node", "view", "colour", "compare")
     return {k: str(args.get(k)) for k in keys if isinstance(args.get(k), str) and args.get(k)}
 
 
@@ -683,6 +645,27 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                 )
             )
         fig = build_figure(shown, lay, colour, ring, sorted(set(drawn.values())), hover=False)
+        # The file compared with (``?compare=``, kept in the grouping state by ``page``): what
+        # changed from it is ringed, before the selection ring, which stays the last trace.
+        against = registry.get(grouping.get("compare")) if isinstance(grouping, dict) else None
+        if against is not None and grouping.get("source") == source.id:
+            registry.load(against.id)
+            if against.graph is None:
+                notes.append(html.Div(f"compare: {against.error}", className="error"))
+            else:
+                d = diff(against.graph, G)
+                levels = levels_of(source.id, G)
+                marks = mark_traces(
+                    lay,
+                    d.added,
+                    pages.changed_keys(d),
+                    lambda k: k if k in shown else _drawn_as(levels, k, expanded),
+                )
+                # Plotly takes new traces only at the end, then any order of those it holds.
+                fig.add_traces(marks)
+                ring_trace = fig.data[-len(marks) - 1]
+                fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
+                notes.insert(0, pages.compare_note(d, against.id, against.label))
         ranges = focus_ranges(lay, ring) if key is not None and focus == key else None
         if ranges:  # the ring callback's move could come before this figure: both move
             fig.update_layout(
@@ -719,6 +702,9 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             state = default_grouping(source_id)
             base = base_of(source_id, G, state["default"])
             grouping = opened_to(state, base, levels_of(source_id, G).get(node, []))
+        if source_id is not None and registry.get(asked.get("compare")) is not None:
+            # In the grouping state, so that a redraw (a group opened, a search) keeps the marks.
+            grouping = {**(grouping or default_grouping(source_id)), "compare": asked["compare"]}
         fig, style, status, cards, found, count, rings = render(
             source_id, colour, None, grouping, node, node is None, node
         )
@@ -773,7 +759,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     def report_view(page: str, source_id: str | None) -> Any:
         if page != "report":
             return dash.no_update
-        return _analysis(source_id, lambda G: pages.report_page(G))
+        return _analysis(source_id, lambda G: pages.report_page(G, source_id))
 
     @app.callback(
         Output("compare-a", "options"),
@@ -797,7 +783,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         A = _analysis(a, lambda G: G)
         if not isinstance(A, nx.DiGraph):
             return A
-        return _analysis(b, lambda B: pages.compare_page(A, B))
+        return _analysis(b, lambda B: pages.compare_page(A, B, a=a, b=b))
 
     @app.callback(
         Output("buckets-page", "children"),
@@ -817,9 +803,15 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             )
         limit = int(float(budget) * 2**20) if isinstance(budget, (int, float)) else None
         try:
-            return pages.buckets_page(bucket_report(path, budget_bytes=limit))
+            report = bucket_report(path, budget_bytes=limit)
         except GraphscopeError as exc:
             return html.Div(str(exc), className="error")
+        # A bucket's bundle links to its graph where the app has that file.
+        ids = {s.path.resolve(): s.id for s in registry.sources.values() if not s.uploaded}
+        folder = Path(path).resolve().parent
+        bundles = {b.batch_size: folder / b.bundle for b in report.buckets if b.bundle}
+        found = {size: ids[f] for size, f in bundles.items() if f in ids}
+        return pages.buckets_page(report, found)
 
     def _analysis(source_id: str | None, make: Callable[[nx.DiGraph], Any]) -> Any:
         """``make(G)`` for a source, or the source's one-line error as the page shows it."""
@@ -899,6 +891,18 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     app.clientside_callback(  # type: ignore[no-untyped-call]
         _KEYS, Output("keys", "data"), Input("keys", "id")
     )
+
+    @app.callback(
+        Output("search", "value"),
+        Input({"type": "buffer", "name": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def find_buffer(clicks: list[Any]) -> Any:
+        """A buffer or segment clicked in the panel: every node that touches it, as matches."""
+        trigger = dash.ctx.triggered_id
+        if not isinstance(trigger, dict) or not any(clicks or []):
+            return dash.no_update  # the buttons were just drawn, not clicked
+        return BUFFER_SEARCH + str(trigger.get("name"))
 
     @app.callback(
         Output("match-count", "children", allow_duplicate=True),

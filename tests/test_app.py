@@ -536,3 +536,33 @@ def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> No
         "file": "f2",
         "node": "graph_1_node_4",
     }
+
+
+def test_a_buffer_search_finds_every_node_touching_it() -> None:
+    from graphscope.app.panel import memory_names
+
+    G = graphscope.load(LLAMA)
+    weight = "param:model.layers.0.self_attn.q_proj.weight"
+    found, warning = server._matches(G, server.BUFFER_SEARCH + weight)
+    assert found and warning is None
+    assert found == [k for k, d in G.nodes(data=True) if weight in memory_names(G, d)]
+    assert all(
+        any(p.get("buffer") == weight for p in G.nodes[k]["pointers"]) for k in found
+    )  # each one has a pointer into the weight
+    # The panel's buffer cells are the links that start this search.
+    panel = server.node_panel(G, found[0])
+    ids, stack = [], [panel]
+    while stack:
+        component = stack.pop()
+        if isinstance(component, (list, tuple)):
+            stack.extend(component)
+        elif component is not None and not isinstance(component, (str, int, float)):
+            cid = getattr(component, "id", None)
+            if isinstance(cid, dict) and cid.get("type") == "buffer":
+                ids.append(cid["name"])
+            stack.append(getattr(component, "children", None))
+    assert weight in ids
+    assert server._matches(G, server.BUFFER_SEARCH + "no such buffer") == (
+        [],
+        "no node touches 'no such buffer'",
+    )

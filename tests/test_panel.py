@@ -260,7 +260,9 @@ def test_the_tiny_llama_embedding_kernel_names_its_buffers(llama: nx.DiGraph) ->
     ]
     # A long dotted name may wrap after its colon and dots (<wbr>), never inside a word.
     name = _rows(node_panel(llama, "graph_1_node_0"), "node-buffers")[2][3]
-    pieces = [c if isinstance(c, str) else "|" for c in _walk(name.children)]
+    link = name.children  # a link that finds every node touching the buffer
+    assert link.id == {"type": "buffer", "name": "param:model.embed_tokens.weight"}
+    pieces = [c if isinstance(c, str) else "|" for c in _walk(link.children)]
     assert pieces == ["param:", "|", "model.", "|", "embed_tokens.", "|", "weight"]
 
 
