@@ -1,10 +1,12 @@
 """The eager step and the graph replay on one relative time axis, one above the other.
 
-Rows, top to bottom: the eager step's CUDA calls on the CPU (launch calls in their own colour),
-its GPU work (the gaps are where the GPU idled), then the graph's one launch call on the CPU and
-its nodes as one replay places them (each node's median start and median duration). Times are
+Rows, top to bottom: the one eager step traced with CUPTI, its CUDA calls on the CPU (launch
+calls in their own colour) and its GPU work (the gaps are where the GPU idled); then the
+graph's one launch call on the CPU (its traced median CPU time) and its nodes as one replay
+places them (each node's median start and median duration over the traced replays). Times are
 in us from the start of each: the eager step from its first CUDA call, the replay from its
-first node. Bars that belong to a node carry its key, so a click selects it everywhere.
+first node. Bars that belong to a node carry its key, so a click selects it everywhere. Each
+row says in a note what it measures and how its figures relate to the cards' (app/cards.py).
 
 A row draws at most ``MAX_BARS`` bars of the visible window. Beyond that, the bars that fall in
 one ``1 / MAX_BARS`` slice of the window are drawn as one, saying how many it holds, and
@@ -26,6 +28,18 @@ from graphscope.analysis.eager import columns
 from graphscope.io import bulk
 from graphscope.model import display_name
 
+from .cards import (
+    BUSY_IDLE,
+    EAGER_TRACED,
+    EAGER_UNTRACED,
+    LAUNCH_TRACED,
+    REPLAY_BUSY,
+    REPLAY_SPAN,
+    REPLAY_WALL,
+    busy_idle,
+    figure,
+    launch_traced,
+)
 from .figure import escape, replay_us
 from .groups import GROUP
 
@@ -33,7 +47,19 @@ from .groups import GROUP
 BAR_LIMIT = 3000
 #: The most bars a row draws of the visible window; more are merged (module docstring).
 MAX_BARS = 4000
-ROWS = ("eager: CPU calls", "eager: GPU", "graph: CPU launch", "graph: GPU (replay)")
+ROWS = (
+    "eager, traced: CPU calls",
+    "eager, traced: GPU",
+    "graph: launch call (CPU)",
+    "graph: GPU, one replay",
+)
+#: Where each row's times are measured from, said in its hovers.
+_CLOCKS = (
+    "into the traced eager step",
+    "into the traced eager step",
+    "(drawn from 0: when it starts against the GPU work is not measured)",
+    "into the replay",
+)
 _COLOURS = {"launch": "#1f77b4", "call": "#c7c7c7", "gpu": "#ff7f0e", "replay": "#2ca02c"}
 
 
@@ -55,6 +81,7 @@ class Row:
     keys: list[str | None]
     labels: list[str]
     longest: float = 0.0  # the longest span: how far before a window one may start
+    clock: str = ""  # where its times are measured from, for the hover: "into the replay"
 
     @classmethod
     def of(
@@ -67,14 +94,20 @@ class Row:
         ends: list[float],
         keys: list[str | None],
         labels: list[str],
+        clock: str | None = None,
     ) -> Row:
-        """A row of these spans (sorted here when they are not in start order already)."""
+        """A row of these spans (sorted here when they are not in start order already).
+
+        ``clock`` is where its times are measured from; by default, what its row's is.
+        """
         if any(a > b for a, b in itertools.pairwise(starts)):
             order = sorted(range(len(starts)), key=starts.__getitem__)
             starts, ends = [starts[i] for i in order], [ends[i] for i in order]
             keys, labels = [keys[i] for i in order], [labels[i] for i in order]
         longest = max((e - s for s, e in zip(starts, ends, strict=True)), default=0.0)
-        return cls(row, colour, name, noun, starts, ends, keys, labels, longest)
+        if clock is None:
+            clock = _CLOCKS[ROWS.index(row)] if row in ROWS else ""
+        return cls(row, colour, name, noun, starts, ends, keys, labels, longest, clock)
 
 
 def _drawn(
@@ -91,9 +124,10 @@ def _drawn(
         lo = bisect.bisect_left(row.starts, x0 - row.longest)
         hi = bisect.bisect_right(row.starts, x1)
     starts, ends, keys, labels = row.starts, row.ends, row.keys, row.labels
+    clock = f" {row.clock}" if row.clock else ""
 
     def one(i: int) -> tuple[float, float, str | None, str]:
-        text = f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us"
+        text = f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us{clock}"
         return starts[i], ends[i], keys[i], escape(text)
 
     if hi - lo <= MAX_BARS:
@@ -105,20 +139,20 @@ def _drawn(
         if ends[i] < x0:
             i += 1
             continue
-        start, end, first = starts[i], ends[i], i
+        start, end, first = starts[i], starts[i], i
         limit = start + width
-        busy = 0.0
+        busy = 0.0  # the union of the spans, not their sum: GPU ops on two streams overlap
         while i < hi and starts[i] < limit:
+            busy += max(ends[i] - max(starts[i], end), 0.0)
             end = max(end, ends[i])
-            busy += ends[i] - starts[i]
             i += 1
         count = i - first
         if count == 1:
             bars.append(one(first))
         else:
             text = (
-                f"{count} {row.noun} from {start:.1f} to {end:.1f} us ({busy:.1f} us in them); "
-                "zoom in to see each"
+                f"{count} {row.noun} from {start:.1f} to {end:.1f} us{clock}, busy "
+                f"{busy:.1f} us of it; zoom in to see each"
             )
             bars.append((start, end, None, escape(text)))
     return bars, True
@@ -237,6 +271,7 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
             for i, key in enumerate(keys)
         ]
         node_of_call = {ids[i]: key for i, key in enumerate(keys) if key is not None}
+        launched = set(ids)  # a launch call is one that put GPU work on, as eager_summary says
         gpu = Row.of(
             ROWS[1],
             _COLOURS["gpu"],
@@ -255,7 +290,7 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
             (False, "other CUDA calls", "CUDA calls"),
             (True, "launch calls", "launch calls"),
         ):
-            picked = [i for i, key in enumerate(call_keys) if (key is not None) == launch]
+            picked = [i for i, c in enumerate(ids) if (c in launched) == launch]
             rows.append(
                 Row.of(
                     ROWS[0],
@@ -269,10 +304,12 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
                 )
             )
         rows.append(gpu)
-    timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
-    if isinstance(timing.get("cpu_launch_us"), (int, float)):
-        label = f"graph launch call (median of {timing.get('replays', '?')} replays)"
-        launch_us = float(timing["cpu_launch_us"])
+    replays = figure(G, "timing.replays")
+    of = f" of {replays:.0f}" if replays is not None else ""
+    launch = launch_traced(G)
+    if launch is not None:
+        label = f"graph launch call, CPU time, median{of} traced replays"
+        launch_us = launch[1]
         rows.append(
             Row.of(
                 ROWS[2],
@@ -315,9 +352,107 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
                 ends_us,
                 replay_keys,
                 replay_labels,
+                clock=f"into the replay (medians{of} traced replays)",
             )
         )
     return rows
+
+
+def _notes(G: nx.DiGraph, rows: list[Row]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What each row measures, and how its figures add up: (annotations, shapes).
+
+    The figures are the bundle's own, named as the cards name them; tests/test_cards.py checks
+    them against the rows drawn.
+    """
+    drawn = {row.row for row in rows}
+    notes: list[dict[str, Any]] = []
+    shapes: list[dict[str, Any]] = []
+    style = {
+        "showarrow": False,
+        "font": {"size": 11, "color": "#333"},
+        "bgcolor": "rgba(255,255,255,0.85)",
+        "xref": "x",
+        "yref": "y",
+    }
+    # Above a bar of its row (bars fill half a row: 38 px of 75), or beside a short one.
+    above = {"yanchor": "bottom", "yshift": 19}
+    beside = {"yanchor": "middle", "xanchor": "left", "xshift": 6}
+    step = figure(G, "eager_summary.step_us")
+    untraced = figure(G, "timing.eager_step_us")
+    if ROWS[0] in drawn and step is not None:
+        text = f"{EAGER_TRACED}: 0 to {step:.0f} us"
+        if untraced is not None:
+            text += f"; {EAGER_UNTRACED}: {untraced:.0f} us (dotted)"
+            shapes.append(
+                {
+                    "type": "line",
+                    "xref": "x",
+                    "yref": "y",
+                    "x0": untraced,
+                    "x1": untraced,
+                    "y0": ROWS[1],
+                    "y1": ROWS[0],
+                    "y0shift": -0.4,
+                    "y1shift": 0.4,
+                    "line": {"color": "#555", "width": 1.5, "dash": "dot"},
+                }
+            )
+        api, launch = (
+            figure(G, "eager_summary.cpu_api_us"),
+            figure(G, "eager_summary.cpu_launch_us"),
+        )
+        hover = (
+            f"CPU in CUDA calls {api:.0f} us, {launch:.0f} us of it in launch calls (blue)"
+            if api is not None and launch is not None
+            else None
+        )
+        notes.append(
+            {"x": 0, "y": ROWS[0], "xanchor": "left", "text": escape(text), "hovertext": hover}
+            | above
+        )
+    shares = busy_idle(G)
+    first = figure(G, "eager_summary.first_gpu_start_us")
+    if ROWS[1] in drawn and shares is not None and first is not None:
+        busy, idle, span = shares
+        idle_pct = figure(G, "eager_summary.gpu_idle_pct")
+        pct = f" ({idle_pct:.0f}% idle)" if idle_pct is not None else ""
+        text = (
+            f"GPU span {first:.0f} to {first + span:.0f} us: busy {busy} + idle {idle} "
+            f"= {span} us{pct}"
+        )
+        notes.append(
+            {
+                "x": first,
+                "y": ROWS[1],
+                "xanchor": "left",
+                "text": escape(text),
+                "hovertext": BUSY_IDLE,
+            }
+            | above
+        )
+    launch_us = launch_traced(G)
+    if ROWS[2] in drawn and launch_us is not None:
+        text = f"{LAUNCH_TRACED}: {launch_us[1]:.1f} us"
+        notes.append({"x": launch_us[1], "y": ROWS[2], "text": escape(text)} | beside)
+    replay_row = next((row for row in rows if row.row == ROWS[3]), None)
+    span_us = figure(G, "timing.replay_us")
+    if replay_row is not None and span_us is not None:
+        parts = [f"{REPLAY_SPAN}: {span_us:.1f} us"]
+        said = [REPLAY_SPAN]
+        busy_us, wall_us = figure(G, "timing.gpu_busy_us"), figure(G, "timing.replay_wall_us")
+        if busy_us is not None:
+            parts.append(f"busy {busy_us:.1f} us")
+            said.append(f"{REPLAY_BUSY} (a median of its own: span - busy is no replay's idle)")
+        if wall_us is not None:
+            parts.append(f"untraced mean wall {wall_us:.1f} us")
+            said.append(REPLAY_WALL)
+        hover = "; ".join(said) + ". Each bar is a node at its median start and duration."
+        notes.append(
+            {"x": max(replay_row.ends), "y": ROWS[3], "text": escape("; ".join(parts))}
+            | beside
+            | {"hovertext": hover}
+        )
+    return [style | note for note in notes], shapes
 
 
 def build_timeline(
@@ -356,9 +491,13 @@ def build_timeline(
         )
     )
     fig = go.Figure(traces)
+    notes, shapes = _notes(G, rows)
     fig.update_layout(
         barmode="overlay",
-        height=260,
+        bargap=0.5,
+        height=360,
+        annotations=notes,
+        shapes=shapes,
         margin={"l": 10, "r": 10, "t": 30, "b": 30},
         plot_bgcolor="white",
         dragmode="zoom",
@@ -367,7 +506,10 @@ def build_timeline(
         meta={"merged": merged},
         legend={"orientation": "h", "y": 1.15, "x": 0},
         xaxis={
-            "title": {"text": "us from the start of each"},
+            "title": {
+                "text": "us from the start of each: the traced eager step from its first CUDA "
+                "call, the replay from its first node"
+            },
             **({"range": list(window)} if window is not None else {}),
             "showgrid": True,
             "gridcolor": "#eee",
