@@ -2,14 +2,20 @@
 
 The app reads only these: a path from the page is never opened, only an id this registry gave
 out. A file that fails to load keeps its one-line error, shown in the page.
+
+Each file is listed under the shortest end of its path that no other listed file shares
+(``flags-verbose.dot`` alone, ``torch-ops/flags-verbose.dot`` beside another one), worked out
+again as files are added; a file that failed to load is listed with ``failed:`` in front.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import os
 import tempfile
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +28,15 @@ from graphscope.recording import Recording, load_recordings
 #: Largest upload accepted, in bytes (a 100,000-node bundle is about 2 MB gzipped).
 UPLOAD_LIMIT = 200 << 20
 SUFFIXES = (".dot", ".gv", ".json", ".json.gz")
+#: In front of a sample's name in the file list.
+SAMPLE = "sample: "
+#: In front of the name of a file that failed to load.
+FAILED = "failed: "
+#: Longest label written folders first (``torch-ops/flags-verbose.dot``). The picker, 420 px
+#: wide, shows about 43 characters and cuts the rest with "..." (its open menu shows them
+#: all); when a file's label would be longer, the files with folders in their labels are
+#: listed file name first (``flags-verbose.dot · torch-llama-decode``), where no cut hides it.
+LABEL_CHARS = 40
 
 
 def _samples() -> Path | None:
@@ -63,12 +78,62 @@ class RecordedRun:
 
 @dataclass
 class Source:
+    """A graph the app may show, and how the file list names it."""
+
     id: str
-    label: str
     path: Path
     graph: nx.DiGraph | None = None
     error: str | None = None
     uploaded: bool = False
+    sample: bool = False
+    given: str | None = None  # a recording graph's name, listed as is; an upload's file name
+    name: str = ""  # its name in the file list, distinct from the others' (``Registry``)
+    parts: tuple[str, ...] = field(default=(), repr=False)  # ``_parts(path)``, for ``name``
+
+    @property
+    def label(self) -> str:
+        """The name in the file list, marked ``failed:`` once the file failed to load."""
+        return FAILED + self.name if self.error is not None else self.name
+
+
+def _parts(path: Path) -> tuple[str, ...]:
+    """The path's folders and name, from the root: the same file given twice reads the same."""
+    return Path(os.path.abspath(path)).parts
+
+
+def _join(parts: tuple[str, ...]) -> str:
+    """``parts`` as a path written with ``/`` (the root, where there is one, ends with one)."""
+    if parts and parts[0].endswith(("/", "\\")):
+        return parts[0].replace("\\", "/") + "/".join(parts[1:])
+    return "/".join(parts)
+
+
+def _suffixes(paths: list[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    """For each path, its shortest end that no other path ends with (the whole path if none)."""
+    ends = [parts[-1:] for parts in paths]
+    depth = 1
+    while True:
+        counts = Counter(ends)
+        clash = [i for i, end in enumerate(ends) if counts[end] > 1 and len(paths[i]) > len(end)]
+        if not clash:
+            return ends
+        depth += 1
+        for i in clash:
+            ends[i] = paths[i][-depth:]
+
+
+def _labels(ends: list[tuple[str, ...]], prefixes: list[str]) -> list[str]:
+    """Each ``prefix`` and path end; all file name first if one written whole would be cut.
+
+    One form for the whole list, so that a glance down it finds the names in one place.
+    """
+    whole = [prefix + _join(end) for prefix, end in zip(prefixes, ends, strict=True)]
+    if all(len(label) <= LABEL_CHARS for label in whole):
+        return whole
+    return [
+        f"{prefix}{end[-1]} · {_join(end[:-1])}" if len(end) > 1 else label
+        for prefix, end, label in zip(prefixes, ends, whole, strict=True)
+    ]
 
 
 @dataclass
@@ -97,13 +162,58 @@ class Registry:
                     continue
                 batch = f", batch {g['batch']}" if g.get("batch") is not None else ""
                 name = f"{label} {rec.name}/{g['id']} ({g.get('capturer') or '?'}{batch})"
-                run.sources[(rec.name, g["id"])] = self.add_path(bundle, name).id
+                run.sources[(rec.name, g["id"])] = self._add(bundle, given=name).id
+        self.relabel()
         return run
 
-    def add_path(self, path: Path, label: str | None = None) -> Source:
-        source = Source(id=f"f{len(self.sources)}", label=label or str(path), path=path)
+    def add_path(self, path: Path, label: str | None = None, *, sample: bool = False) -> Source:
+        """A file, listed under the shortest end of its path that tells it from the others.
+
+        ``label`` is kept as given, except the two labels that only name the file: its path,
+        and ``sample: NAME`` (a sample, as ``sample`` says). A path that is not a file fails
+        here, at once, so that the list marks it from the start.
+        """
+        if label is not None and label.startswith(SAMPLE) and label[len(SAMPLE) :] == path.name:
+            label, sample = None, True
+        source = self._add(path, given=None if label in (None, str(path)) else label)
+        source.sample = sample
+        source.parts = _parts(path)
+        if not path.is_file():
+            self.load(source.id)  # fails without reading anything: the list marks it at once
+        self.relabel()
+        return source
+
+    def _add(self, path: Path, given: str | None = None) -> Source:
+        source = Source(id=f"f{len(self.sources)}", path=path, given=given)
         self.sources[source.id] = source
         return source
+
+    def relabel(self) -> None:
+        """Name every source in the list, each name distinct from the others.
+
+        A file is named by the shortest end of its path that no other file here ends with,
+        ``sample:`` in front of a sample; an upload by its file name and ``(uploaded)``; a
+        recording's graph as the recording named it. Run after each file added (the server's
+        reordering of ``sources`` keeps the names).
+        """
+        files = [s for s in self.sources.values() if s.given is None and not s.uploaded]
+        ends = _suffixes([s.parts for s in files])
+        labels = _labels(ends, [SAMPLE if s.sample else "" for s in files])
+        for source, label in zip(files, labels, strict=True):
+            source.name = label
+        uploads: Counter[str] = Counter()
+        seen: Counter[str] = Counter()
+        for source in self.sources.values():
+            if source.uploaded:
+                name = source.given or source.path.name
+                uploads[name] += 1
+                n = uploads[name]
+                source.name = f"{name} (uploaded{f' {n}' if n > 1 else ''})"
+            elif source.given is not None:
+                source.name = source.given
+            seen[source.name] += 1
+            if seen[source.name] > 1:  # the same file given twice, or a name like another's
+                source.name += f" ({seen[source.name]})"
 
     def get(self, source_id: str | None) -> Source | None:
         return self.sources.get(source_id or "")
@@ -122,14 +232,14 @@ class Registry:
             except GraphscopeError as exc:
                 source.error = str(exc)
             except OSError as exc:
-                source.error = f"{source.label}: cannot read it ({exc.strerror or exc})"
+                source.error = f"{source.path}: cannot read it ({exc.strerror or exc})"
 
     def add_upload(self, filename: str, contents: str, folder: Path) -> Source:
         """An upload from the page (``data:...;base64,...``), written to ``folder`` and loaded."""
         name = Path(filename or "upload").name
-        source = Source(id=f"u{len(self.sources)}", label=f"{name} (uploaded)", path=folder / name)
-        source.uploaded = True
+        source = Source(id=f"u{len(self.sources)}", path=folder / name, uploaded=True, given=name)
         self.sources[source.id] = source
+        self.relabel()
         if not name.endswith(SUFFIXES):
             source.error = f"{name}: not a graph file graphscope reads (.dot, .json, .json.gz)"
             return source
