@@ -1,33 +1,90 @@
 """The report, compare, buckets and catalog pages: graphscope's analyses as tables, names as
-text."""
+text.
+
+A node key shown on a page (``graph_1_node_40``, alone or inside a line of text) is a link to
+``?file=<source id>&node=<key>``: the same page, reloaded to that node in the DAG. The page
+functions take the source ids to link to; without one a key stays plain text.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlencode
 
 import networkx as nx
 from dash import html
+from dash.development.base_component import Component
 
 from graphscope.analysis.buckets import BucketReport
-from graphscope.analysis.diff import NodeChange, diff
+from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
 from graphscope.text import mib, step_rows, us
 
 from .sources import RecordedRun
 
+#: A node key inside a line of text, as graphscope.model writes keys.
+_KEY_IN_TEXT = re.compile(r"\bgraph_\d+_node_\d+\b")
+
+
+def address(source_id: str, **query: str) -> str:
+    """A same-page address that opens ``source_id`` as ``query`` asks (``node``, ``compare``);
+    following it reloads the page, which restores that state (``server.url_state``)."""
+    return "?" + urlencode({"file": source_id, **query})
+
+
+def node_link(key: str, source_id: str | None) -> Any:
+    """``key`` as a link that opens it in the DAG of ``source_id``; plain text without one."""
+    if source_id is None:
+        return key
+    return html.A(key, href=address(source_id, node=key), className="node-link")
+
+
+def linked(text: str, source_id: str | None) -> Any:
+    """``text`` with each node key in it a link (``node_link``); the text itself when none."""
+    if source_id is None or not _KEY_IN_TEXT.search(text):
+        return text
+    out: list[Any] = []
+    at = 0
+    for match in _KEY_IN_TEXT.finditer(text):
+        if match.start() > at:
+            out.append(text[at : match.start()])
+        out.append(node_link(match.group(), source_id))
+        at = match.end()
+    if at < len(text):
+        out.append(text[at:])
+    return out
+
+
+def _keys(keys: list[str], source_id: str | None, limit: int = 40) -> list[Any]:
+    """The first ``limit`` keys as links, comma-separated, `` ...`` when there are more."""
+    out: list[Any] = []
+    for i, key in enumerate(keys[:limit]):
+        out += [", "] if i else []
+        out.append(node_link(key, source_id))
+    return out + ([" ..."] if len(keys) > limit else [])
+
+
+def _cell(value: Any) -> Any:
+    """A table cell's children: a component (a link) as it is, anything else as text."""
+    if isinstance(value, (Component, list)):
+        return value
+    return "" if value is None else str(value)
+
 
 def _table(head: list[str], rows: list[list[Any]], table_id: str | None = None) -> html.Table:
-    """A plain table; every cell is text (Dash escapes it), never markup."""
+    """A plain table; every cell is text (Dash escapes it) or a link, never markup."""
     children = [html.Tr([html.Th(h) for h in head])] + [
-        html.Tr([html.Td("" if v is None else str(v)) for v in row]) for row in rows
+        html.Tr([html.Td(_cell(v)) for v in row]) for row in rows
     ]
     if table_id:
         return html.Table(children, className="data", id=table_id)
     return html.Table(children, className="data")
 
 
-def findings_list(found: list[dict[str, Any]]) -> html.Div:
+def findings_list(found: list[dict[str, Any]], source_id: str | None = None) -> html.Div:
+    """The findings, each node key in their details a link into ``source_id``'s DAG."""
     if not found:
         return html.Div(html.P("No findings.", className="muted"), id="findings")
     items = []
@@ -40,7 +97,7 @@ def findings_list(found: list[dict[str, Any]]) -> html.Div:
                     html.Span(f["title"] + cost),
                     html.Div(f"Why: {f['why']}", className="muted"),
                     html.Div(f"Fix: {f['fix']}"),
-                    html.Ul([html.Li(line) for line in f["details"][:12]]),
+                    html.Ul([html.Li(linked(line, source_id)) for line in f["details"][:12]]),
                 ],
                 className=f"finding {f['severity']}",
             )
@@ -48,8 +105,8 @@ def findings_list(found: list[dict[str, Any]]) -> html.Div:
     return html.Div([html.H3(f"Findings ({len(found)})"), *items], id="findings")
 
 
-def report_page(G: nx.DiGraph) -> list[Any]:
-    """The step report of one graph."""
+def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
+    """The step report of one graph; its node keys link to ``source_id``'s DAG."""
     r = step_report(G)
     out: list[Any] = []
     if r.eager_step_us is not None or r.replay_us is not None:
@@ -81,7 +138,13 @@ def report_page(G: nx.DiGraph) -> list[Any]:
         out.append(html.P(text + ".", id="critical-path"))
     if r.top_nodes:
         rows = [
-            [us(n["median_us"]), us(n["eager_us"]), n["node"], n["name"], n.get("module") or ""]
+            [
+                us(n["median_us"]),
+                us(n["eager_us"]),
+                node_link(n["node"], source_id),
+                n["name"],
+                n.get("module") or "",
+            ]
             for n in r.top_nodes
         ]
         out += [
@@ -94,7 +157,7 @@ def report_page(G: nx.DiGraph) -> list[Any]:
             for m in r.top_modules
         ]
         out += [html.H3("Module groups"), _table(["replay", "share", "nodes", "module"], rows)]
-    out.append(findings_list(r.findings))
+    out.append(findings_list(r.findings, source_id))
     return out
 
 
@@ -104,8 +167,14 @@ def _changes(c: NodeChange) -> str:
     return "; ".join(kernel + [f"{k}: {a} -> {b}" for k, (a, b) in c.fields.items() if k != "name"])
 
 
-def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
-    """What changed from A to B, and the cudaGraphExecUpdate verdict."""
+def compare_page(
+    A: nx.DiGraph, B: nx.DiGraph, top: int = 30, a: str | None = None, b: str | None = None
+) -> list[Any]:
+    """What changed from A to B, and the cudaGraphExecUpdate verdict.
+
+    ``a`` and ``b`` are the two files' source ids: A's node keys link to A's DAG, B's to B's,
+    and a link opens B's DAG with what changed from A marked (``server.page``).
+    """
     d = diff(A, B)
     out: list[Any] = [
         html.P(
@@ -114,6 +183,17 @@ def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
             id="compare-counts",
         )
     ]
+    if a is not None and b is not None:
+        out.append(
+            html.P(
+                html.A(
+                    "show in the DAG",
+                    href=address(b, compare=a),
+                    id="compare-dag-link",
+                    title="B's graph with its added and changed nodes ringed",
+                )
+            )
+        )
     v = d.update
     if v is not None:
         if v.ok:
@@ -131,13 +211,21 @@ def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
                     className="error",
                 )
             )
-            rows = [[o.result, o.node or "graph", o.pair, o.why] for o in v.obstacles[:top]]
+            rows = [
+                [
+                    o.result,
+                    node_link(o.node, b) if o.node else "graph",
+                    node_link(o.pair, a) if o.pair else None,
+                    linked(o.why, b),  # keys in the reasons are B's (analysis.update)
+                ]
+                for o in v.obstacles[:top]
+            ]
             out.append(_table(["result", "node in B", "pair in A", "why"], rows))
     if d.replay_a_us is not None and d.replay_b_us is not None:
         out.append(html.P(f"Replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)}."))
     config = [c for c in d.changed if c.fields]
     if config:
-        rows = [[c.a, c.b, c.name, _changes(c)] for c in config[:top]]
+        rows = [[node_link(c.a, a), node_link(c.b, b), c.name, _changes(c)] for c in config[:top]]
         out += [
             html.H3(f"Changed parameters ({len(config)} nodes)"),
             _table(["A", "B", "name", "what changed"], rows),
@@ -148,26 +236,60 @@ def compare_page(A: nx.DiGraph, B: nx.DiGraph, top: int = 30) -> list[Any]:
     timed = [c for c in d.timing if c.delta_us is not None][:top]
     if timed:
         rows = [
-            [f"{c.delta_us:+.2f} us", us(c.median_a_us), us(c.median_b_us), c.b, c.name]
+            [
+                f"{c.delta_us:+.2f} us",
+                us(c.median_a_us),
+                us(c.median_b_us),
+                node_link(c.b, b),
+                c.name,
+            ]
             for c in timed
         ]
         out += [
             html.H3("Largest timing changes"),
             _table(["change", "A", "B", "node in B", "name"], rows),
         ]
-    for label, keys in (("Added in B", d.added), ("Removed from A", d.removed)):
+    for label, keys, source_id in (("Added in B", d.added, b), ("Removed from A", d.removed, a)):
         if keys:
-            out.append(
-                html.P(f"{label}: " + ", ".join(keys[:40]) + (" ..." if len(keys) > 40 else ""))
-            )
+            out.append(html.P([f"{label}: ", *_keys(keys, source_id)]))
     return out
 
 
-def buckets_page(r: BucketReport) -> list[Any]:
-    """Per bucket time and memory, padding waste, the best set within a budget."""
+def changed_keys(d: GraphDiff) -> list[str]:
+    """B's nodes whose parameters changed: the compare page's "Changed parameters" (a node
+    whose argument values alone differ is left out: between two captures most do)."""
+    return [c.b for c in d.changed if c.fields]
+
+
+def compare_note(d: GraphDiff, a: str, label_a: str, folded: bool = False) -> html.Div:
+    """What the rings on B's DAG mean, and A's removed nodes (not drawn) as links to A;
+    ``folded`` when a ring is around a collapsed group."""
+    changed = len(changed_keys(d))
+    parts = [f"{len(d.added):,} nodes added in B (ringed green)"] if d.added else []
+    parts += [f"{changed:,} nodes with changed parameters (ringed orange)"] if changed else []
+    parts += [f"{len(d.removed):,} nodes removed from A"] if d.removed else []
+    text = f"Compared with A ({label_a}): " + (
+        "; ".join(parts) or "no node added, changed or removed"
+    )
+    removed: list[Any] = [": ", *_keys(d.removed, a)] if d.removed else []
+    folds = [" A collapsed group is ringed for the nodes it holds."] if folded else []
+    return html.Div([text, *removed, ".", *folds], id="compare-note")
+
+
+def buckets_page(r: BucketReport, sources: dict[int, str] | None = None) -> list[Any]:
+    """Per bucket time and memory, padding waste, the best set within a budget.
+
+    ``sources`` gives the source id of a bucket's bundle, by batch size, where the app has
+    that file: its batch size then opens the graph, and a node the driver named opens there.
+    """
+    sources = sources or {}
     rows = [
         [
-            b.batch_size,
+            (
+                html.A(str(b.batch_size), href=address(sources[b.batch_size]))
+                if b.batch_size in sources
+                else b.batch_size
+            ),
             us(b.replay_us),
             us(b.per_sequence_us),
             b.nodes,
@@ -211,10 +333,19 @@ def buckets_page(r: BucketReport) -> list[Any]:
         if "error" in u:
             continue
         said = "accepted" if u.get("ok") else f"refused ({u.get('result')})"
+        # The driver names the node of the graph it was given to update with: the "to" one.
+        to = u.get("to")
+        where: list[Any] = []
+        if not u.get("ok") and isinstance(u.get("error_node"), str):
+            target = sources.get(to) if isinstance(to, int) else None
+            where = [", at ", node_link(u["error_node"], target)]
         out.append(
             html.P(
-                f"b{u.get('from')} -> b{u.get('to')}: the driver {said} "
-                "cudaGraphExecUpdate at capture."
+                [
+                    f"b{u.get('from')} -> b{to}: the driver {said} cudaGraphExecUpdate at capture",
+                    *where,
+                    ".",
+                ]
             )
         )
     out += [html.P(f"Note: {note}", className="muted") for note in r.notes]
