@@ -124,7 +124,15 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
     if has_timeline(G):
         figures.append(build_timeline(G, None, shown))
     for fig in figures:
-        parts.append(pio.to_html(fig, include_plotlyjs=False, full_html=False))
+        parts.append(
+            pio.to_html(
+                fig,
+                include_plotlyjs=False,
+                full_html=False,
+                # No "Share chart" button, no logo linking out: nothing leaves the machine.
+                config={"displaylogo": False, "showSendToCloud": False},
+            )
+        )
     script = _PLOTLY.read_text(encoding="utf-8").replace("</script", "<\\/script")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"

@@ -79,6 +79,14 @@ table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
 """
 
 
+#: The plots' mode bar with nothing that leaves the machine: plotly.js 4 shows a "Share chart..."
+#: button (sendChartToCloud, to cloud.plotly.com) unless told not to, and its logo links out.
+OFFLINE = {"displaylogo": False, "showSendToCloud": False, "plotlyServerURL": ""}
+
+#: A search for the nodes that touch one buffer or segment (a click in the buffers table).
+BUFFER_SEARCH = "buffer:"
+
+
 def _matches(G: nx.DiGraph, text: str) -> tuple[list[str], str | None]:
     """Nodes whose kernel name, module, op or type matches ``text`` (a regex, else a
     substring); ``buffer:NAME`` finds the nodes that touch that buffer or segment."""
@@ -252,10 +260,13 @@ function(children) {
 
 # The page's state in its address, so that a reload or a shared link restores it.
 _TO_URL = """
-function(source, selected, page, colour) {
+function(source, selected, page, colour, grouping) {
   const params = new URLSearchParams();
   if (source) { params.set('file', source); }
   if (selected) { params.set('node', selected); }
+  if (grouping && grouping.compare && grouping.source === source) {
+    params.set('compare', grouping.compare);
+  }
   if (page && page !== 'graph') { params.set('view', page); }
   if (colour && colour !== 'type') { params.set('colour', colour); }
   const search = params.toString() ? '?' + params.toString() : '';
@@ -325,6 +336,7 @@ def _page(
     colour: str = "type",
     selected: str | None = None,
     grouping: Any = None,
+    panel: Any = None,
 ) -> html.Div:
     """The page's components, holding the first graph as ``draw`` would have drawn it."""
     return html.Div(
@@ -390,18 +402,19 @@ def _page(
                                         id="dag",
                                         figure=fig,
                                         style=style,
-                                        config={"scrollZoom": True, "displaylogo": False},
+                                        config={"scrollZoom": True, **OFFLINE},
                                     ),
                                     # Below the DAG: the node panel beside them stays in view.
                                     html.Div(
-                                        dcc.Graph(id="timeline", config={"displaylogo": False}),
+                                        dcc.Graph(id="timeline", config=OFFLINE),
                                         id="timeline-pane",
                                     ),
                                 ],
                                 id="graph-pane",
                             ),
                             html.Div(
-                                html.P("Click a node to see its details.", className="muted"),
+                                panel
+                                or html.P("Click a node to see its details.", className="muted"),
                                 id="node-panel",
                             ),
                         ]
@@ -665,7 +678,8 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
                 fig.add_traces(marks)
                 ring_trace = fig.data[-len(marks) - 1]
                 fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
-                notes.insert(0, pages.compare_note(d, against.id, against.label))
+                folded = any(str(k).startswith("group:") for t in marks for k in t.customdata)
+                notes.insert(0, pages.compare_note(d, against.id, against.label, folded))
         ranges = focus_ranges(lay, ring) if key is not None and focus == key else None
         if ranges:  # the ring callback's move could come before this figure: both move
             fig.update_layout(
@@ -681,6 +695,14 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     app = dash.Dash(__name__, title="graphscope", update_title=None)  # type: ignore[arg-type]
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + _CSS + "</style>")
     first = next(iter(registry.sources), None)
+
+    def panel_of(source_id: str | None, selected: Any, grouping: Any) -> Any:
+        """The node panel for the selected node, with collapse links for its open groups."""
+        G = graph_of(source_id)
+        if G is None or source_id is None or not isinstance(selected, str) or selected not in G:
+            return html.P("Click a node to see its details.", className="muted")
+        expanded = expanded_of(source_id, G, grouping)
+        return node_panel(G, selected, enclosing(levels_of(source_id, G), selected, expanded))
 
     def page() -> html.Div:
         """The page, arriving with the first graph drawn, or with the file, node, page and
@@ -724,6 +746,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
             colour=colour,
             selected=node,
             grouping=grouping,
+            panel=panel_of(source_id, node, grouping),
         )
 
     app.layout = page
@@ -824,6 +847,18 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         return make(source.graph)
 
     @app.callback(
+        Output("source", "options", allow_duplicate=True),
+        Input("source", "value"),
+        prevent_initial_call=True,
+    )
+    def mark_failed(source_id: str | None) -> Any:
+        """A file is read when first shown: one that fails is marked in the list then."""
+        source = registry.get(source_id)
+        if source is None or registry.load(source.id).error is None:
+            return dash.no_update
+        return options()
+
+    @app.callback(
         Output("source", "options"),
         Output("source", "value"),
         Input("upload", "contents"),
@@ -887,6 +922,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Input("selected", "data"),
         Input("page", "value"),
         Input("colour", "value"),
+        Input("grouping", "data"),
     )
     app.clientside_callback(  # type: ignore[no-untyped-call]
         _KEYS, Output("keys", "data"), Input("keys", "id")
@@ -1060,6 +1096,7 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         Output("selected", "data"),
         Output("grouping", "data"),
         Output("focus-request", "data"),
+        Output("node-panel", "children"),
         Input("dag", "clickData"),
         Input("timeline", "clickData"),
         Input({"type": "nav", "key": ALL}, "n_clicks"),
@@ -1074,7 +1111,18 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         State("grouping", "data"),
         prevent_initial_call=True,
     )
-    def interact(
+    def interact(*args: Any) -> tuple[Any, Any, Any, Any]:
+        """``choose``, and the panel for what it chose, in the same round trip (a panel of
+        its own waited for this callback's answer: two round trips per click)."""
+        source_id, current, grouping = args[8], args[10], args[11]
+        selected, grouping_after, focus = choose(*args)
+        if selected is dash.no_update and grouping_after is dash.no_update:
+            return selected, grouping_after, focus, dash.no_update
+        key = current if selected is dash.no_update else selected
+        state = grouping if grouping_after is dash.no_update else grouping_after
+        return selected, grouping_after, focus, panel_of(source_id, key, state)
+
+    def choose(
         click: Any,
         timeline_click: Any,
         nav: Any,
@@ -1143,21 +1191,6 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
         # A click on the DAG leaves the view where it is; one on the timeline brings the
         # node into view.
         return selected, grouping_after, (None if trigger == "dag" else key)
-
-    @app.callback(
-        Output("node-panel", "children"),
-        Input("selected", "data"),
-        Input("grouping", "data"),
-        State("source", "value"),
-    )
-    def panel(selected: str | None, grouping: Any, source_id: str | None) -> Any:
-        if not isinstance(selected, str):
-            return html.P("Click a node to see its details.", className="muted")
-        G = graph_of(source_id)
-        if G is None or source_id is None or not isinstance(selected, str) or selected not in G:
-            return html.P("Click a node to see its details.", className="muted")
-        expanded = expanded_of(source_id, G, grouping)
-        return node_panel(G, selected, enclosing(levels_of(source_id, G), selected, expanded))
 
     if preload and first is not None:
         source = registry.load(first)

@@ -566,3 +566,19 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
         [],
         "no node touches 'no such buffer'",
     )
+
+
+def test_no_plot_offers_to_send_anything_off_the_machine() -> None:
+    app = server.create_app([LLAMA])
+    stack, graphs = [app.layout()], []
+    while stack:
+        component = stack.pop()
+        if isinstance(component, (list, tuple)):
+            stack.extend(component)
+        elif component is not None and not isinstance(component, (str, int, float)):
+            if type(component).__name__ == "Graph":
+                graphs.append(component)
+            stack.append(getattr(component, "children", None))
+    assert {g.id for g in graphs} == {"dag", "timeline"}
+    for graph in graphs:
+        assert graph.config["showSendToCloud"] is False and graph.config["displaylogo"] is False

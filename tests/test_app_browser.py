@@ -375,3 +375,34 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
         wait.until(lambda d: d.current_url.endswith(f"node={node}"))
     finally:
         server.shutdown()
+
+
+def test_a_node_id_on_the_report_opens_the_node_in_the_dag(browser: Any) -> None:
+    from graphscope.model import display_name
+
+    url, server = serve_in_thread([BUNDLES / "tiny-llama-b1.json.gz"])
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        browser.find_elements(By.CSS_SELECTOR, "#page input")[1].click()  # report
+        first = "#top-nodes a.node-link"
+        _wait(browser, first)
+        # Read and clicked in one go: the report may be drawn again meanwhile (a fresh link).
+        key, href = wait.until(
+            lambda d: (lambda a: (a.text, a.get_attribute("href")))(
+                d.find_element(By.CSS_SELECTOR, first)
+            )
+        )
+        assert href.endswith(f"?file=f0&node={key}")
+        wait.until(lambda d: d.find_element(By.CSS_SELECTOR, first).click() or True)
+        # The page reloads at the address: the graph page, the node selected in the panel.
+        wait.until(lambda d: d.current_url.endswith(f"node={key}"))
+        title = wait.until(lambda d: _text(d, "node-title"))
+        assert browser.find_element(By.ID, "graph-page").is_displayed()
+        G = graphscope.load(BUNDLES / "tiny-llama-b1.json.gz")
+        assert step_report(G).top_nodes[0]["node"] == key  # the slowest node, first in its table
+        assert title == display_name(G.nodes[key])
+        assert f"local id {key.rsplit('_', 1)[1]}" in _text(browser, "node-panel")
+    finally:
+        server.shutdown()
