@@ -799,7 +799,7 @@ class Recorder:
             "traced_replays": life.traced,
             "replay_us": replay_us,
             "cpu_launch_us": _median_us(life.launch_ns),
-            "cpu_launch_traced_us": timing.get("cpu_launch_us"),
+            "cpu_launch_traced_us": timing.get("cpu_launch_traced_us"),
             "gpu_time_us": replay_us * life.replays if replay_us is not None else None,
             "updates": list(life.updates),
             "destroyed_at_s": self._since_s(life.destroyed_ns)
