@@ -269,6 +269,25 @@ def build_figure(
                 "color": TYPE_COLOURS.get(kind, "#444444"),
             }
             traces.append(_nodes(Scatter, G, lay, members, name, marker, hover))
+    # Each child or body graph joined to the node that owns it, dotted; after the node
+    # traces, whose indices node_hovers counts from EDGE_TRACES.
+    if lay.nests:
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for owner, head in lay.nests:
+            if owner in lay.pos and head in lay.pos:
+                xs += [lay.pos[owner][0], lay.pos[head][0], None]
+                ys += [lay.pos[owner][1], lay.pos[head][1], None]
+        traces.append(
+            Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": "#9467bd", "width": 1, "dash": "dot"},
+                hoverinfo="skip",
+                name="child graph of",
+            )
+        )
     if matches:
         found = [k for k in matches if k in lay.pos]
         traces.append(

@@ -15,6 +15,8 @@ from typing import Any
 
 import networkx as nx
 
+from graphscope.model import owner_of
+
 #: Levels in a row before it wraps, when no layer boundary comes first.
 ROW_LEVELS = 50
 #: Graphs of at most this many drawn nodes carry a label on every node (figure.py) ...
@@ -44,6 +46,8 @@ class Layout:
 
     pos: dict[str, tuple[float, float]] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)  # graph_id, label, y, nodes
+    # (owner, first node) for each child or body graph drawn: the figure joins them.
+    nests: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
@@ -92,6 +96,9 @@ def _row_label(G: nx.DiGraph, row: list[list[str]], graph_id: int) -> str:
         text = ", ".join(modules[:3]) + (", ..." if len(modules) > 3 else "")
         return text
     first, last = G.nodes[keys[0]]["local_id"], G.nodes[keys[-1]]["local_id"]
+    owned = owner_of(G, G.nodes[keys[0]])
+    if owned is not None:  # a child graph or conditional body: "IF body 'True' of graph_1_node_4"
+        return f"{owned[0]} of {owned[1]}"
     return f"graph {graph_id}: nodes {first}..{last}"
 
 
@@ -111,7 +118,12 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
     out = Layout()
     y = 0.0
     for graph_id in order:
-        for row in _cut(G, _levels(G, by_graph[graph_id]), row_levels):
+        members = by_graph[graph_id]
+        head = min(members, key=lambda k: (G.nodes[k].get("local_id", 0), k))
+        owned = owner_of(G, G.nodes[head])
+        if owned is not None and owned[1] in G:
+            out.nests.append((owned[1], head))
+        for row in _cut(G, _levels(G, members), row_levels):
             width = max(len(level) for level in row)
             for x, level in enumerate(row):
                 for lane, key in enumerate(level):

@@ -16,7 +16,7 @@ import networkx as nx
 from dash import html
 from dash.development.base_component import Component
 
-from graphscope.model import display_name, node_key
+from graphscope.model import display_name, node_key, owner_of
 
 # Each type's own parameters, shown first in this order with these labels (docs/FORMAT.md names
 # the fields); composite rows (extents, access policy windows, batch ops, child graphs,
@@ -208,18 +208,11 @@ def _params(G: nx.DiGraph, data: dict[str, Any]) -> tuple[list[tuple[str, Any]],
 
 def _owner(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
     """Where a node of a child or body graph sits: "IF body 'True' of <owner>", as a link."""
-    parent = data.get("parent")
-    if not isinstance(parent, str) or parent not in G:
+    found = owner_of(G, data)
+    if found is None:
         return []
-    owner, graph_id = G.nodes[parent], data.get("graph_id")
-    if owner.get("type") == "CONDITIONAL" and graph_id in (owner.get("bodies") or []):
-        labels = owner.get("body_labels") or []
-        index = owner["bodies"].index(graph_id)
-        label = labels[index] if index < len(labels) else index
-        words = f"in {owner.get('conditional_type', 'CONDITIONAL')} body '{label}' of "
-    else:
-        words = f"in child graph {graph_id} of "
-    return [html.Div([words, _link(parent, parent)], id="node-owner")]
+    words, parent = found
+    return [html.Div([f"in {words} of ", _link(parent, parent)], id="node-owner")]
 
 
 def _us(value: Any) -> str:

@@ -74,3 +74,19 @@ def creation_order(G: nx.DiGraph) -> list[tuple[int, int, str]]:
     Sorting tuples is 10x faster at 100,000 nodes than sorting keys with a key function.
     """
     return sorted((d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True))
+
+
+def owner_of(G: Any, data: dict[str, Any]) -> tuple[str, str] | None:
+    """Where a node of a child or conditional-body graph sits: ``("IF body 'True'",
+    owner key)`` or ``("child graph 6", owner key)``; None for a node of a root graph."""
+    parent = data.get("parent")
+    if not isinstance(parent, str) or parent not in G:
+        return None
+    owner, graph_id = G.nodes[parent], data.get("graph_id")
+    bodies = owner.get("bodies") or []
+    if owner.get("type") == "CONDITIONAL" and graph_id in bodies:
+        labels = owner.get("body_labels") or []
+        index = bodies.index(graph_id)
+        label = labels[index] if index < len(labels) else index
+        return f"{owner.get('conditional_type', 'CONDITIONAL')} body '{label}'", parent
+    return f"child graph {graph_id}", parent

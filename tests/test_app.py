@@ -582,3 +582,20 @@ def test_no_plot_offers_to_send_anything_off_the_machine() -> None:
     assert {g.id for g in graphs} == {"dag", "timeline"}
     for graph in graphs:
         assert graph.config["showSendToCloud"] is False and graph.config["displaylogo"] is False
+
+
+def test_child_graphs_and_bodies_are_joined_to_their_owner_and_named_by_it() -> None:
+    G = graphscope.load(ALL_TYPES)
+    lay = layout(G)
+    labels = {row["label"] for row in lay.rows}
+    assert "IF body 'True' of graph_1_node_18" in labels or any(
+        label.startswith("IF body 'True' of graph_1_node_") for label in labels
+    )
+    conditional = [k for k, d in G.nodes(data=True) if d["type"] == "CONDITIONAL"]
+    owners = {owner for owner, _ in lay.nests}
+    assert set(conditional) <= owners  # every body joined to its conditional node
+    for owner, head in lay.nests:
+        assert G.nodes[head]["parent"] == owner
+    fig = build_figure(G, lay)
+    [joins] = [t for t in fig.data if t.name == "child graph of"]
+    assert len([x for x in joins.x if x is None]) == len(lay.nests)
