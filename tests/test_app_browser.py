@@ -93,15 +93,22 @@ def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: 
     url, server = serve_in_thread([bad, BUNDLES / "tiny-gpt-b1.json.gz"])
     try:
         browser.get(url)
-        error = _wait(browser, "#load-error")
-        assert "broken.json" in error.text
+        WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: "broken.json" in d.find_element(By.ID, "load-error").text
+        )
         # Pick the good file from the list: the page still works.
         browser.find_element(By.CSS_SELECTOR, "#source").click()
-        options = WebDriverWait(
-            browser, 10, ignored_exceptions=[StaleElementReferenceException]
-        ).until(lambda d: d.find_elements(By.CSS_SELECTOR, "[role=option]"))
-        [good] = [o for o in options if "tiny-gpt-b1" in o.text]
-        good.click()
+
+        def pick(d: Any) -> bool:
+            # The list may be redrawn while open (the failed file marked): find it afresh.
+            options = d.find_elements(By.CSS_SELECTOR, "[role=option]")
+            good = [o for o in options if "tiny-gpt-b1" in o.text]
+            if len(good) != 1:
+                return False
+            good[0].click()
+            return True
+
+        WebDriverWait(browser, 10, ignored_exceptions=[StaleElementReferenceException]).until(pick)
         _wait(browser, "#dag .scatterlayer .trace .points path")
         assert not browser.find_elements(By.ID, "load-error")
     finally:
