@@ -280,7 +280,8 @@ def _known_addresses(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
         known: dict[int, dict[str, Any]] = {}
         for _, data in G.nodes(data=True):
             for p in data.get("pointers") or ():
-                if p.get("buffer") or p.get("segment"):
+                # A bundle's pointer entries are kept as written: one may lack its address.
+                if isinstance(p.get("address"), int) and (p.get("buffer") or p.get("segment")):
                     known.setdefault(p["address"], p)
         _KNOWN[G] = known
     return _KNOWN[G]

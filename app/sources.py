@@ -28,6 +28,7 @@ from graphscope.recording import Recording, load_recordings
 #: Largest upload accepted, in bytes (a 100,000-node bundle is about 2 MB gzipped).
 UPLOAD_LIMIT = 200 << 20
 SUFFIXES = (".dot", ".gv", ".json", ".json.gz")
+NAME_LIMIT = 120  # characters of an upload's name shown
 #: In front of a sample's name in the file list.
 SAMPLE = "sample: "
 #: In front of the name of a file that failed to load.
@@ -236,7 +237,11 @@ class Registry:
 
     def add_upload(self, filename: str, contents: str, folder: Path) -> Source:
         """An upload from the page (``data:...;base64,...``), written to ``folder`` and loaded."""
-        name = Path(filename or "upload").name
+        # The name is only shown: the file on disk is named by the app (a NUL or a name over
+        # the file system's limit ended the upload with a server error).
+        name = Path((filename or "").replace("\x00", "")).name or "upload"
+        if len(name) > NAME_LIMIT:
+            name = name[: NAME_LIMIT // 2] + "…" + name[-NAME_LIMIT // 2 :]
         source = Source(id=f"u{len(self.sources)}", path=folder / name, uploaded=True, given=name)
         self.sources[source.id] = source
         self.relabel()
@@ -255,7 +260,8 @@ class Registry:
             )
             return source
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, suffix="-" + name, delete=False) as fh:
+        suffix = next(end for end in SUFFIXES if name.endswith(end))
+        with tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False) as fh:
             fh.write(payload)
         source.path = Path(fh.name)
         self.load(source.id)

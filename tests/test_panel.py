@@ -320,3 +320,12 @@ def test_names_from_files_stay_text(llama: nx.DiGraph) -> None:
         "H3", "H4", "Div", "P", "Span", "Table", "Tr", "Th", "Td", "Button", "Wbr",
         "Details", "Summary",
     }  # fmt: skip
+
+
+def test_a_pointer_entry_without_its_address_does_not_break_the_panel(llama: nx.DiGraph) -> None:
+    G = llama.copy()
+    kernel = next(k for k, d in G.nodes(data=True) if d.get("pointers"))
+    G.nodes[kernel]["pointers"] = [{"arg": 0, "buffer": "param:w"}]  # as a bundle may hold it
+    copy = _node(G, "MEMCPY")
+    assert _text(node_panel(G, copy))  # the copy's panel looks its addresses up among kernels
+    assert "param:w" in _text(node_panel(G, kernel))

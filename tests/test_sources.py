@@ -157,3 +157,18 @@ def test_a_name_no_other_file_has_stays_alone(tmp_path: Path, name: str) -> None
     shutil.copy(TORCH_OPS if name.endswith(".dot") else LLAMA, path)
     source = registry.add_path(path, str(path))
     assert source.label == name
+
+
+def test_an_upload_name_with_a_nul_or_past_the_file_system_limit_still_loads(
+    tmp_path: Path,
+) -> None:
+    from graphscope.app.sources import NAME_LIMIT, Registry
+
+    dot = Path(__file__).resolve().parent.parent / "samples" / "dot" / "torch-ops"
+    contents = "data:;base64," + base64.b64encode((dot / "flags-verbose.dot").read_bytes()).decode()
+    registry = Registry()
+    nul = registry.add_upload("a\x00b.dot", contents, tmp_path)
+    assert nul.error is None and nul.graph is not None and "\x00" not in nul.label
+    long = registry.add_upload("x" * 5000 + ".dot", contents, tmp_path)
+    assert long.error is None and long.graph is not None
+    assert len(long.label) < NAME_LIMIT + 20 and long.label.startswith("x")
