@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
 
+from dash_tree import text as shown_text
+from dash_tree import walk
 from graphscope.app import server
 from graphscope.app.figure import build_figure, has_timing, node_hovers
 from graphscope.app.layout import layer_of, layout
@@ -27,16 +29,6 @@ DEEP = ROOT / "samples" / "large" / "hf-deep-llama-b1.json.gz"
 LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
 PARALLEL = ROOT / "samples" / "bundles" / "tiny-gpt-parallel-b1.json.gz"
 ALL_TYPES = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
-
-
-def _text(component: Any) -> str:
-    """All text a Dash component tree would show."""
-    if isinstance(component, (list, tuple)):
-        return " ".join(_text(c) for c in component)
-    if isinstance(component, str):
-        return component
-    children = getattr(component, "children", None)
-    return _text(children) if children is not None else ""
 
 
 def test_a_decode_chain_wraps_into_one_row_per_layer() -> None:
@@ -142,7 +134,7 @@ def test_node_panel_shows_launch_timing_origin_arguments_and_neighbours() -> Non
         if (d.get("attribution") or {}).get("module") == "model.layers.3.self_attn.o_proj"
     )
     data = G.nodes[key]
-    text = _text(node_panel(G, key))
+    text = shown_text(node_panel(G, key))
     for expected in (
         data["short_name"],
         data["name"],
@@ -167,11 +159,11 @@ def test_node_panel_shows_launch_timing_origin_arguments_and_neighbours() -> Non
 def test_node_panel_says_in_words_when_the_model_itself_or_no_module_made_a_node() -> None:
     G = graphscope.load(LLAMA.parent / "tiny-gpt-b1.json.gz")
     by_module = {d["attribution"]["module"]: k for k, d in G.nodes(data=True)}
-    assert "(the model itself)" in _text(node_panel(G, by_module[""]))  # TinyGPT.forward's own
-    assert "(outside any module)" in _text(node_panel(G, by_module[None]))  # the step's copy
+    assert "(the model itself)" in shown_text(node_panel(G, by_module[""]))  # TinyGPT.forward's own
+    assert "(outside any module)" in shown_text(node_panel(G, by_module[None]))  # the step's copy
 
 
-def test_search_takes_a_regex_or_plain_text() -> None:
+def test_search_takes_a_regex_or_plaintext() -> None:
     G = graphscope.load(LLAMA)
     found, warning = server._matches(G, r"o_proj$")
     assert warning is None and len(found) == 4
@@ -230,12 +222,12 @@ def test_the_app_opens_the_samples_when_given_no_files() -> None:
 
 def test_cards_come_from_the_bundle() -> None:
     G = graphscope.load(LLAMA)
-    text = _text(server._cards(G))
+    text = shown_text(server._cards(G))
     t = G.graph["timing"]
     assert f"{t['eager_step_us']:.0f} us" in text and f"{t['replay_wall_us']:.0f} us" in text
     assert f"{t['eager_step_us'] / t['replay_wall_us']:.1f}x" in text
     assert "GPU idle share" in text
-    dot_text = _text(server._cards(graphscope.load(ALL_TYPES)))
+    dot_text = shown_text(server._cards(graphscope.load(ALL_TYPES)))
     assert "speedup" not in dot_text
 
 
@@ -486,7 +478,7 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     registry = Registry()
     run = registry.add_recording(recordings / "torch-buckets", "buckets")
     page = pages.catalog_page([run])
-    text = _text(page)
+    text = shown_text(page)
     assert "torch_buckets.py:116 in main" in text and "400 replays" in text
     assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in text
     assert "pool shared with 2 graphs" in text and "graph-per-size" in text
@@ -506,8 +498,8 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     broken.mkdir(parents=True)
     (broken / "recording.json").write_text("{")
     bad = registry.add_recording(broken.parent, "broken")
-    assert bad.error and "recording.json" in _text(pages.catalog_page([bad]))
-    assert "No recording here" in _text(pages.catalog_page([]))
+    assert bad.error and "recording.json" in shown_text(pages.catalog_page([bad]))
+    assert "No recording here" in shown_text(pages.catalog_page([]))
 
 
 def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> None:
@@ -551,17 +543,8 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
     )  # each one has a pointer into the weight
     # The panel's buffer cells are the links that start this search.
     panel = server.node_panel(G, found[0])
-    ids, stack = [], [panel]
-    while stack:
-        component = stack.pop()
-        if isinstance(component, (list, tuple)):
-            stack.extend(component)
-        elif component is not None and not isinstance(component, (str, int, float)):
-            cid = getattr(component, "id", None)
-            if isinstance(cid, dict) and cid.get("type") == "buffer":
-                ids.append(cid["name"])
-            stack.append(getattr(component, "children", None))
-    assert weight in ids
+    ids = [getattr(c, "id", None) for c in walk(panel)]
+    assert {"type": "buffer", "name": weight} in ids
     assert server._matches(G, server.BUFFER_SEARCH + "no such buffer") == (
         [],
         "no node touches 'no such buffer'",
@@ -570,15 +553,7 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
 
 def test_no_plot_offers_to_send_anything_off_the_machine() -> None:
     app = server.create_app([LLAMA])
-    stack, graphs = [app.layout()], []
-    while stack:
-        component = stack.pop()
-        if isinstance(component, (list, tuple)):
-            stack.extend(component)
-        elif component is not None and not isinstance(component, (str, int, float)):
-            if type(component).__name__ == "Graph":
-                graphs.append(component)
-            stack.append(getattr(component, "children", None))
+    graphs = [c for c in walk(app.layout()) if type(c).__name__ == "Graph"]
     assert {g.id for g in graphs} == {"dag", "timeline"}
     for graph in graphs:
         assert graph.config["showSendToCloud"] is False and graph.config["displaylogo"] is False

@@ -3,7 +3,6 @@ child graphs and bodies, and the buffer table in hex."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
 
 from dash import html
+from dash_tree import text, walk
 from graphscope.app.panel import node_panel
 
 import graphscope
@@ -30,37 +30,25 @@ def llama(samples: Path) -> nx.DiGraph:
     return graphscope.load(samples / "bundles" / "tiny-llama-b1.json.gz")
 
 
-def _walk(component: Any) -> Iterator[Any]:
-    """Every component and string in a Dash component tree, depth first."""
-    if isinstance(component, (list, tuple)):
-        for c in component:
-            yield from _walk(c)
-        return
-    yield component
-    children = getattr(component, "children", None)
-    if children is not None:
-        yield from _walk(children)
-
-
 def _text(component: Any) -> str:
     """The text a component shows, its pieces joined as the browser joins them."""
-    return "".join(c for c in _walk(component) if isinstance(c, str))
+    return text(component, sep="")
 
 
 def _by_id(panel: list[Any], test_id: str) -> Any:
-    [found] = [c for c in _walk(panel) if getattr(c, "id", None) == test_id]
+    [found] = [c for c in walk(panel) if getattr(c, "id", None) == test_id]
     return found
 
 
 def _kv(panel: list[Any], test_id: str = "node-launch") -> dict[str, str]:
     """A label/value table of the panel as {label: value text}."""
-    rows = [c for c in _walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
+    rows = [c for c in walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
     return {_text(r.children[0]): _text(r.children[1]) for r in rows}
 
 
 def _rows(panel: list[Any], test_id: str) -> list[list[Any]]:
     """The cells of a table, header row first."""
-    rows = [c for c in _walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
+    rows = [c for c in walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
     return [list(r.children) for r in rows]
 
 
@@ -68,7 +56,7 @@ def _nav(component: Any) -> dict[str, str]:
     """{node key: button text} of the node-selecting link buttons in a tree."""
     return {
         c.id["key"]: _text(c)
-        for c in _walk(component)
+        for c in walk(component)
         if isinstance(c, html.Button) and isinstance(c.id, dict) and c.id.get("type") == "nav"
     }
 
@@ -149,7 +137,7 @@ def test_all_attributes_holds_only_what_the_main_tables_do_not(all_types: nx.DiG
 def test_every_node_renders_with_unique_links_to_nodes_that_exist(all_types: nx.DiGraph) -> None:
     for key, data in all_types.nodes(data=True):
         panel = node_panel(all_types, key)
-        ids = [str(c.id) for c in _walk(panel) if getattr(c, "id", None) is not None]
+        ids = [str(c.id) for c in walk(panel) if getattr(c, "id", None) is not None]
         assert len(ids) == len(set(ids)), key  # Dash refuses duplicate ids in one page
         assert set(_nav(panel)) <= set(all_types), key
         if data["type"] != "EMPTY":
@@ -206,7 +194,7 @@ def test_a_node_in_a_child_graph_or_body_links_to_its_owner(
 
 def test_a_root_node_has_no_owner_line(all_types: nx.DiGraph) -> None:
     panel = node_panel(all_types, _node(all_types, "KERNEL"))
-    assert not [c for c in _walk(panel) if getattr(c, "id", None) == "node-owner"]
+    assert not [c for c in walk(panel) if getattr(c, "id", None) == "node-owner"]
 
 
 def test_an_empty_child_graph_says_so_and_a_missing_node_0_falls_back(
@@ -262,7 +250,7 @@ def test_the_tiny_llama_embedding_kernel_names_its_buffers(llama: nx.DiGraph) ->
     name = _rows(node_panel(llama, "graph_1_node_0"), "node-buffers")[2][3]
     link = name.children  # a link that finds every node touching the buffer
     assert link.id == {"type": "buffer", "name": "param:model.embed_tokens.weight"}
-    pieces = [c if isinstance(c, str) else "|" for c in _walk(link.children)]
+    pieces = [c if isinstance(c, str) else "|" for c in walk(link.children)]
     assert pieces == ["param:", "|", "model.", "|", "embed_tokens.", "|", "weight"]
 
 
@@ -301,11 +289,11 @@ def test_open_groups_get_collapse_buttons(llama: nx.DiGraph) -> None:
     groups = ["model.embed_tokens", "model"]
     buttons = [
         c
-        for c in _walk(node_panel(llama, key, groups))
+        for c in walk(node_panel(llama, key, groups))
         if isinstance(c, html.Button) and c.id.get("type") == "collapse"
     ]
     assert [b.id for b in buttons] == [{"type": "collapse", "group": g} for g in groups]
-    assert not [c for c in _walk(node_panel(llama, key)) if getattr(c, "id", None) == "node-groups"]
+    assert not [c for c in walk(node_panel(llama, key)) if getattr(c, "id", None) == "node-groups"]
 
 
 def test_names_from_files_stay_text(llama: nx.DiGraph) -> None:
@@ -315,7 +303,7 @@ def test_names_from_files_stay_text(llama: nx.DiGraph) -> None:
     G.nodes[key]["pointers"][1]["buffer"] = "param:<b>x</b>.<script>alert(1)</script>"
     panel = node_panel(G, key)
     assert "param:<b>x</b>.<script>alert(1)</script>" in _text(panel)
-    kinds = {type(c).__name__ for c in _walk(panel) if not isinstance(c, str)}
+    kinds = {type(c).__name__ for c in walk(panel) if not isinstance(c, str)}
     assert kinds <= {
         "H3", "H4", "Div", "P", "Span", "Table", "Tr", "Th", "Td", "Button", "Wbr",
         "Details", "Summary",
