@@ -209,6 +209,28 @@ def node_hovers(G: nx.DiGraph, colour: str = "type") -> dict[int, list[str]]:
     return {EDGE_TRACES + i: [_hover(k, G.nodes[k]) for k in keys] for i, keys in enumerate(groups)}
 
 
+def ring_trace(
+    Scatter: Any,
+    lay: Layout,
+    keys: list[str],
+    name: str,
+    colour: str,
+    size: float,
+    width: float = 3.0,
+) -> Any:
+    """Hollow rings of ``colour`` around the drawn nodes ``keys`` (search matches, the
+    selection, compare marks). "skip": the node under a ring keeps its hover and clicks."""
+    return Scatter(
+        x=[lay.pos[k][0] for k in keys],
+        y=[lay.pos[k][1] for k in keys],
+        mode="markers",
+        customdata=keys,
+        hoverinfo="skip",
+        name=name,
+        marker={"size": size, "color": "rgba(0,0,0,0)", "line": {"color": colour, "width": width}},
+    )
+
+
 def ring_at(lay: Layout, key: str | None) -> tuple[list[float], list[float]]:
     """Where the selection ring goes: the last trace of every figure (patched on a click)."""
     if key is None or key not in lay.pos:
@@ -290,36 +312,11 @@ def build_figure(
         )
     if matches:
         found = [k for k in matches if k in lay.pos]
-        traces.append(
-            Scatter(
-                x=[lay.pos[k][0] for k in found],
-                y=[lay.pos[k][1] for k in found],
-                mode="markers",
-                customdata=found,
-                hoverinfo="skip",
-                name=f"matches ({len(found)})",
-                marker={
-                    "size": 17,
-                    "color": "rgba(0,0,0,0)",
-                    "line": {"color": "#ff9900", "width": 3},
-                },
-            )
-        )
+        traces.append(ring_trace(Scatter, lay, found, f"matches ({len(found)})", "#ff9900", 17))
     x, y = ring_at(lay, selected)
-    traces.append(
-        Scatter(
-            x=x,
-            y=y,
-            mode="markers",
-            hoverinfo="skip",
-            name="selected",
-            marker={
-                "size": 21,
-                "color": "rgba(0,0,0,0)",
-                "line": {"color": "#d62728", "width": 3},
-            },
-        )
-    )
+    selection = ring_trace(Scatter, lay, [], "selected", "#d62728", 21)
+    selection.update(x=x, y=y, customdata=None)  # moved by a patch on each selection
+    traces.append(selection)
     fig = go.Figure(traces)
     width = max((x for x, _ in lay.pos.values()), default=0.0)
     height = max(360, min(760, 70 * (len(lay.rows) + 1)))

@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from .figure import SVG_LIMIT
+from .figure import SVG_LIMIT, ring_trace
 from .layout import Layout
 
 ADDED = "#2ca02c"
@@ -39,20 +39,5 @@ def mark_traces(
         if not keys:
             continue
         drawn = sorted({drawn_as(k) for k in keys} & lay.pos.keys())
-        traces.append(
-            Scatter(
-                x=[lay.pos[k][0] for k in drawn],
-                y=[lay.pos[k][1] for k in drawn],
-                mode="markers",
-                customdata=drawn,
-                # "skip": the node under the ring keeps its hover text and its clicks.
-                hoverinfo="skip",
-                name=f"{what} ({len(keys)})",
-                marker={
-                    "size": size,
-                    "color": "rgba(0,0,0,0)",
-                    "line": {"color": colour, "width": 2.5},
-                },
-            )
-        )
+        traces.append(ring_trace(Scatter, lay, drawn, f"{what} ({len(keys)})", colour, size, 2.5))
     return traces
