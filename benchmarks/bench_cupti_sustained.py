@@ -149,23 +149,8 @@ if mode == "act_toggle":
     for cbid in callbacks.callback_ids(api.runtime_api_trace_cbid, ("cudaGraphLaunch",)):
         sub.on(api.CallbackDomain.RUNTIME_API, cbid, toggler, print)
 
-outputs, graphs = {}, {}
-pool = torch.cuda.graph_pool_handle()
 t0 = time.perf_counter()
-with torch.no_grad():
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for bs in buckets:
-            for _ in range(3):
-                model(tokens[:bs], pos)
-    torch.cuda.current_stream().wait_stream(side)
-    for bs in reversed(buckets):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g, pool=pool):
-            outputs[bs] = model(tokens[:bs], pos)
-        graphs[bs] = g
-torch.cuda.synchronize()
+graphs, outputs = torch_buckets.capture(model, tokens, pos, buckets)
 stats["capture_s"] = time.perf_counter() - t0
 gen = torch.Generator().manual_seed(1)
 sizes = torch.randint(1, 5, (STEPS,), generator=gen).tolist()

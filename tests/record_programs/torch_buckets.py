@@ -82,6 +82,30 @@ class Decoder(nn.Module):
         return self.lm_head(self.norm(x)).argmax(-1)
 
 
+def capture(
+    model: nn.Module, tokens: torch.Tensor, pos: torch.Tensor, buckets: list[int]
+) -> tuple[dict[int, torch.cuda.CUDAGraph], dict[int, torch.Tensor]]:
+    """A graph per bucket, in one pool, and each graph's output (``buckets`` ascending)."""
+    outputs: dict[int, torch.Tensor] = {}
+    graphs: dict[int, torch.cuda.CUDAGraph] = {}
+    pool = torch.cuda.graph_pool_handle()
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for bs in buckets:  # warm up every shape before any capture
+                for _ in range(3):
+                    model(tokens[:bs], pos)
+        torch.cuda.current_stream().wait_stream(side)
+        for bs in reversed(buckets):  # largest first, as SGLang does, so the pool is reused
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                outputs[bs] = model(tokens[:bs], pos)
+            graphs[bs] = graph
+    torch.cuda.synchronize()
+    return graphs, outputs
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--buckets", type=int, nargs="+", default=[1, 2, 4])
@@ -99,24 +123,8 @@ def main(argv: list[str] | None = None) -> None:
     model = model.to("cuda", torch.float16).eval()
     tokens = torch.zeros(largest, 1, dtype=torch.long, device="cuda")  # static input
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
-    outputs: dict[int, torch.Tensor] = {}
-    graphs: dict[int, torch.cuda.CUDAGraph] = {}
-    pool = torch.cuda.graph_pool_handle()
     started = time.perf_counter()
-    with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for bs in buckets:  # warm up every shape before any capture
-                for _ in range(3):
-                    model(tokens[:bs], pos)
-        torch.cuda.current_stream().wait_stream(side)
-        for bs in reversed(buckets):  # largest first, as SGLang does, so the pool is reused
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
-                outputs[bs] = model(tokens[:bs], pos)
-            graphs[bs] = graph
-    torch.cuda.synchronize()
+    graphs, outputs = capture(model, tokens, pos, buckets)
     capture_s = time.perf_counter() - started
     generator = torch.Generator().manual_seed(1)
     sizes = torch.randint(1, largest + 1, (args.steps,), generator=generator).tolist()
