@@ -12,7 +12,11 @@ import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # selenium comes with the test extra only
+    from selenium.webdriver import Chrome
+    from werkzeug.serving import BaseWSGIServer
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -36,7 +40,7 @@ def have_chromium() -> bool:
     return os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)
 
 
-def headless_chromium(width: int = 1600, height: int = 1000) -> Any:
+def headless_chromium(width: int = 1600, height: int = 1000) -> Chrome:
     """A Selenium driver for a headless Chromium with a ``width`` x ``height`` window."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -44,11 +48,11 @@ def headless_chromium(width: int = 1600, height: int = 1000) -> Any:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (*_FLAGS, f"--window-size={width},{height}"):
-        options.add_argument(flag)  # type: ignore[no-untyped-call]
+        options.add_argument(flag)
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
 
 
-def serve_in_thread(paths: Sequence[Path | str]) -> tuple[str, Any]:
+def serve_in_thread(paths: Sequence[Path | str]) -> tuple[str, BaseWSGIServer]:
     """The app on the given files at a free localhost port: (its URL, the server to shut down)."""
     from werkzeug.serving import make_server
 

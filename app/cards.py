@@ -24,6 +24,8 @@ from typing import Any
 import networkx as nx
 from dash import html
 
+from graphscope.analysis.timing import step_timing
+
 #: What each figure measures, in the words the cards and the timeline both use.
 EAGER_UNTRACED = "eager step, untraced median wall"
 EAGER_TRACED = "eager step as traced (one step)"
@@ -47,10 +49,7 @@ class Card:
 
 def figure(G: nx.DiGraph, field: str) -> float | None:
     """The number a bundle field holds (``"timing.eager_step_us"``), None if it has none."""
-    section, _, key = field.partition(".")
-    mapping = G.graph.get(section)
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    return float(value) if isinstance(value, (int, float)) else None
+    return step_timing(G).figure(field)
 
 
 def busy_idle(G: nx.DiGraph) -> tuple[int, int, int] | None:
@@ -224,14 +223,13 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
     return cards
 
 
-def card_divs(G: nx.DiGraph) -> list[Any]:
+def card_divs(G: nx.DiGraph) -> list[html.Div]:
     """The cards as page components, each with its note as the hover."""
-    return [
-        html.Div(
-            [html.B(c.value), c.label], className="card", **({"title": c.note} if c.note else {})
-        )
-        for c in summary_cards(G)
-    ]
+    divs = []
+    for c in summary_cards(G):
+        hover: dict[str, Any] = {"title": c.note} if c.note else {}  # no title, not a null one
+        divs.append(html.Div([html.B(c.value), c.label], className="card", **hover))
+    return divs
 
 
 def untimed(G: nx.DiGraph) -> str:

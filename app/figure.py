@@ -13,7 +13,7 @@ from graphscope.model import display_name, origin_of, replay_median
 from graphscope.names import kernel_label
 
 from .groups import GROUP, is_block
-from .layout import LABEL_LIMIT, Layout
+from .placement import LABEL_LIMIT, Layout
 
 #: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.
 SVG_LIMIT = 3000
@@ -35,6 +35,13 @@ TYPE_COLOURS = {
     "BATCH_MEM_OP": "#7f7f7f",
     GROUP: "#6a3d9a",
 }
+#: Lines (rows and their lanes) are given at least this many px in the view a graph opens on.
+LINE_PX = 24
+#: The minimap's size in px, and the most columns and rows of its density grid.
+MINIMAP_PX = (220, 150)
+MINIMAP_CELLS = 80
+#: The name of the trace that holds the labels drawn in a zoomed-in view of a large graph.
+ZOOM_LABELS = "labels in view"
 #: Traces before the node traces: the edges, drawn first so that nodes sit on top.
 EDGE_TRACES = 1
 # Row labels closer than this (10 px text) overlap; only rows this far apart are labelled.
@@ -138,9 +145,14 @@ def _nodes(
     hover: bool,
     showlegend: bool = True,
 ) -> Any:
-    """One clickable trace of nodes: their keys as customdata, names and times on hover."""
+    """One clickable trace of nodes: their keys as customdata, names and times on hover.
+
+    Over ``LABEL_LIMIT`` nodes the labels are not drawn but carried in ``meta``: the page draws
+    those of the nodes in view once a zoom leaves room for them (assets/dag-events.js).
+    """
     labelled = G.number_of_nodes() <= LABEL_LIMIT
     return Scatter(
+        meta=None if labelled else [node_label(G.nodes[k]) for k in keys],
         x=[lay.pos[k][0] for k in keys],
         y=[lay.pos[k][1] for k in keys],
         mode="markers+text" if labelled else "markers",
@@ -291,6 +303,21 @@ def build_figure(
                 "color": TYPE_COLOURS.get(kind, "#444444"),
             }
             traces.append(_nodes(Scatter, G, lay, members, name, marker, hover))
+    if G.number_of_nodes() > LABEL_LIMIT:
+        # Filled by the page with the labels of the nodes in view when zoomed in far enough.
+        traces.append(
+            go.Scatter(
+                x=[],
+                y=[],
+                # Unseen markers of the nodes' size push the text clear of the node it names.
+                mode="markers+text",
+                marker={"size": 11, "opacity": 0},
+                textfont={"size": 9, "color": "#333333"},
+                hoverinfo="skip",
+                name=ZOOM_LABELS,
+                showlegend=False,
+            )
+        )
     # Each child or body graph joined to the node that owns it, dotted; after the node
     # traces, whose indices node_hovers counts from EDGE_TRACES.
     if lay.nests:
@@ -320,6 +347,13 @@ def build_figure(
     fig = go.Figure(traces)
     width = max((x for x, _ in lay.pos.values()), default=0.0)
     height = max(360, min(760, 70 * (len(lay.rows) + 1)))
+    yaxis: dict[str, Any] = {"visible": False, "autorange": "reversed"}
+    top = first_lines(lay, height)
+    if top is not None:
+        # Drawn whole, a graph of hundreds of rows is columns of merged dots (every row a few
+        # px high): it opens on its first rows at a size where nodes stand apart, and the
+        # minimap shows the rest. Plotly's "reset axes" comes back here; "autoscale" shows all.
+        yaxis = {"visible": False, "autorange": False, "range": [top, -1.0]}
     fig.update_layout(
         # The legend sits above the plot, in its own margin: over the plot it hid nodes.
         margin={"l": 10, "r": 10, "t": 34, "b": 10},
@@ -332,8 +366,89 @@ def build_figure(
         annotations=row_labels(lay, height),
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},
-        yaxis={"visible": False, "autorange": "reversed"},
+        yaxis=yaxis,
         height=height,
+    )
+    return fig
+
+
+def first_lines(lay: Layout, height: int) -> float | None:
+    """The lowest y of the view a figure ``height`` px high opens on: None to show it whole,
+    else the y below its first lines, each given ``LINE_PX`` px."""
+    lines = sorted({y for _, y in lay.pos.values()})
+    fit = max(1, (height - 40) // LINE_PX)
+    if len(lines) <= fit:
+        return None
+    return lines[fit - 1] + 1.0
+
+
+def minimap(lay: Layout) -> go.Figure:
+    """The whole drawn graph as a small density map, to show where the DAG's view is.
+
+    One square per cell of a grid of at most ``MINIMAP_CELLS`` columns and rows that holds
+    nodes, darker for more: its size is bounded whatever the graph's. Squares of a scatter, not
+    a heatmap: the page's plotly.js carries only scatter, scattergl and bar (plotly_bundle/).
+    The page draws the view's rectangle on it and moves the DAG's view to a clicked square
+    (assets/dag-events.js).
+    """
+    xs = [x for x, _ in lay.pos.values()]
+    ys = [y for _, y in lay.pos.values()]
+    fig = go.Figure()
+    x0, x1, y0, y1 = 0.0, 1.0, 0.0, 1.0
+    if xs:
+        x0, x1, y0, y1 = min(xs) - 0.5, max(xs) + 0.5, min(ys) - 0.5, max(ys) + 0.5
+        cols = min(MINIMAP_CELLS, max(1, math.ceil(x1 - x0)))
+        rows = min(MINIMAP_CELLS, max(1, math.ceil(y1 - y0)))
+        dx, dy = (x1 - x0) / cols, (y1 - y0) / rows
+        counts: dict[tuple[int, int], int] = {}
+        for x, y in lay.pos.values():
+            cell = (min(cols - 1, int((x - x0) / dx)), min(rows - 1, int((y - y0) / dy)))
+            counts[cell] = counts.get(cell, 0) + 1
+        width, height = MINIMAP_PX[0] - 4, MINIMAP_PX[1] - 4  # less the margins
+        fig.add_trace(
+            go.Scatter(
+                x=[x0 + (c + 0.5) * dx for c, _ in counts],
+                y=[y0 + (r + 0.5) * dy for _, r in counts],
+                mode="markers",
+                marker={
+                    "symbol": "square",
+                    # A square as large as its cell, so that the cells join up.
+                    "size": max(2.0, width / cols, height / rows),
+                    "color": list(counts.values()),
+                    "cmin": 0,  # from nothing: evenly filled cells are dark, not the palest
+                    "colorscale": [[0, "#c6dbef"], [1, "#08306b"]],
+                    "line": {"width": 0},
+                },
+                hoverinfo="none",  # "none", not "skip": a trace that skips hover gets no clicks
+                name="minimap",
+            )
+        )
+    fig.update_layout(
+        margin={"l": 2, "r": 2, "t": 2, "b": 2},
+        plot_bgcolor="white",
+        dragmode=False,
+        # Fixed ranges: left to autorange, a move of the view's rectangle (a shape) made
+        # plotly range the axes over the rectangle alone.
+        hovermode="closest",
+        showlegend=False,
+        xaxis={"visible": False, "fixedrange": True, "range": [x0, x1]},
+        yaxis={"visible": False, "fixedrange": True, "range": [y1, y0]},
+        # The rectangle of the DAG's view, placed by the page.
+        shapes=[
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": 0,
+                "x1": 0,
+                "y0": 0,
+                "y1": 0,
+                "line": {"color": "#d62728", "width": 2},
+                "visible": False,
+            }
+        ],
+        height=MINIMAP_PX[1],
+        width=MINIMAP_PX[0],
     )
     return fig
 

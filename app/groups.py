@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 from collections import deque
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict
 
 import networkx as nx
 
 from graphscope.analysis.repeats import layer_repeats, sequence_repeats
-
-from .layout import layer_of
+from graphscope.model import layer_of, module_text
 
 CHUNK = 100
 #: Most nodes drawn when a graph first opens: enough for a layer's kernels and what is
@@ -28,6 +27,23 @@ OVERVIEW_NODES = 256
 # The name of a fold of repeats (repeats.Repeat.name and rest_name).
 _BLOCK = re.compile(r"( \d+\.\.\d+ x\d+|, \d+ x \d+|, repeats 2\.\.\d+)$")
 GROUP = "GROUP"  # the node type of a collapsed group in the drawn graph
+
+
+class _GroupNode(TypedDict):
+    type: str  # GROUP
+    group: str  # its name: a module path, a block of repeats or a run of nodes
+    members: int  # the nodes folded into it
+    time_us: float  # their replay medians, summed
+    graph_id: int
+    local_id: int  # the lowest of its members': where it sits in creation order
+    attribution: dict[str, str]  # {"module": group}, as a node's attribution names it
+
+
+class GroupNode(_GroupNode, total=False):
+    """The attributes of a collapsed group's node in the drawn graph."""
+
+    start_us: float  # the span of its members' replays, where they were timed
+    end_us: float
 
 
 def _module_levels(module: str) -> list[str]:
@@ -64,7 +80,7 @@ def group_levels(G: nx.DiGraph) -> dict[str, list[str]]:
                 chain = by_module[module] = heads.get(levels[0], []) + levels
             out[key] = chain
         elif isinstance(label, dict):
-            out[key] = ["(outside any module)"]
+            out[key] = [module_text(module if isinstance(module, str) else None)]
         else:
             unattributed.setdefault(int(data.get("graph_id", 0)), []).append(key)
     for graph_id, keys in unattributed.items():
@@ -174,7 +190,7 @@ def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: set[str]) -
         return G
     out = nx.DiGraph()
     out.graph.update(G.graph)
-    groups: dict[str, dict[str, Any]] = {}
+    groups: dict[str, GroupNode] = {}
     for key, data in G.nodes(data=True):
         rep = where.get(key)
         if rep is None:

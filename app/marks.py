@@ -8,7 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from .figure import SVG_LIMIT, ring_trace
-from .layout import Layout
+from .placement import Layout
 
 ADDED = "#2ca02c"
 # Darker than the search matches' orange ring (#ff9900) and the MEMCPY nodes' (#ff7f0e).

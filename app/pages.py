@@ -30,7 +30,7 @@ _KEY_IN_TEXT = re.compile(r"\bgraph_\d+_node_\d+\b")
 
 def address(source_id: str, **query: str) -> str:
     """A same-page address that opens ``source_id`` as ``query`` asks (``node``, ``compare``);
-    following it reloads the page, which restores that state (``server.url_state``)."""
+    following it reloads the page, which restores that state (``callbacks.url_state``)."""
     return "?" + urlencode({"file": source_id, **query})
 
 
@@ -173,7 +173,7 @@ def compare_page(
     """What changed from A to B, and the cudaGraphExecUpdate verdict.
 
     ``a`` and ``b`` are the two files' source ids: A's node keys link to A's DAG, B's to B's,
-    and a link opens B's DAG with what changed from A marked (``server.page``).
+    and a link opens B's DAG with what changed from A marked (``callbacks.page``).
     """
     d = diff(A, B)
     out: list[Any] = [

@@ -16,7 +16,7 @@ import networkx as nx
 from dash import html
 from dash.development.base_component import Component
 
-from graphscope.model import display_name, node_key, owner_of
+from graphscope.model import display_name, module_of, module_text, node_key, owner_of
 
 # Each type's own parameters, shown first in this order with these labels (docs/FORMAT.md names
 # the fields); composite rows (extents, access policy windows, batch ops, child graphs,
@@ -86,17 +86,17 @@ def _is_address(field: str) -> bool:
     return field.rsplit(".", 1)[-1] in _ADDRESS_PARTS
 
 
-def _hex(value: Any) -> str:
+def _hex(value: object) -> str:
     return hex(value) if isinstance(value, int) and not isinstance(value, bool) else str(value)
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     if isinstance(value, (list, dict)):
         return json.dumps(value)
     return str(value)
 
 
-def _shown(field: str, value: Any) -> str:
+def _shown(field: str, value: object) -> str:
     """A field's value as text: addresses and handles in hex."""
     return _hex(value) if _is_address(field) else _text(value)
 
@@ -215,7 +215,7 @@ def _owner(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
     return [html.Div([f"in {words} of ", _link(parent, parent)], id="node-owner")]
 
 
-def _us(value: Any) -> str:
+def _us(value: object) -> str:
     return f"{value:.2f} us" if isinstance(value, (int, float)) else "-"
 
 
@@ -346,7 +346,7 @@ def _addresses(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 def memory_names(G: nx.DiGraph, data: dict[str, Any]) -> set[str]:
     """The buffers and allocator segments a node touches, by name (what a click on one in
     the buffers table searches for)."""
-    names = set()
+    names: set[str] = set()
     for p in list(data.get("pointers") or ()) + [
         _known_addresses(G).get(data[field], {}) for _, field, _ in _addresses(data)
     ]:
@@ -468,13 +468,6 @@ def _groups(groups: list[str] | None) -> list[Any]:
     return [html.Div([html.Span("collapse: "), *buttons], id="node-groups")]
 
 
-def _module_text(module: Any) -> str:
-    """The module row: its path, or words for the model itself ("") and for no module (None)."""
-    if module is None:
-        return "(outside any module)"
-    return module or "(the model itself)"
-
-
 def _origin(data: dict[str, Any]) -> list[Any]:
     origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else None
     if origin is None:
@@ -482,7 +475,7 @@ def _origin(data: dict[str, Any]) -> list[Any]:
     where = f"{origin.get('file')}:{origin.get('line')}" if origin.get("file") else "-"
     source = f"{where} in {origin.get('function')}" if origin.get("function") else where
     rows = [
-        ("module", _module_text(origin.get("module"))),
+        ("module", module_text(module_of(data))),
         ("op", origin.get("op") or "-"),
         ("source", source),
     ]

@@ -19,7 +19,7 @@ from graphscope.text import step_rows, us
 
 from .figure import build_figure
 from .groups import collapsed, group_levels, overview
-from .layout import layout
+from .placement import layout
 from .timeline import build_timeline, has_timeline
 
 _PLOTLY = Path(__file__).resolve().parent / "assets" / "plotly-graphscope.min.js"

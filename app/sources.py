@@ -1,7 +1,12 @@
 """The graphs the app may show: files named on the command line, the samples, and uploads.
 
 The app reads only these: a path from the page is never opened, only an id this registry gave
-out. A file that fails to load keeps its one-line error, shown in the page.
+out. A file that fails to load keeps its one-line error, shown in the page, whatever the
+reader raised.
+
+Requests run on several threads. Each source has its own lock, so a slow file holds up only
+the requests for it; the list of sources is replaced whole when one is added, never changed
+in place, so a thread reading it never sees it change under it.
 
 Each file is listed under the shortest end of its path that no other listed file shares
 (``flags-verbose.dot`` alone, ``torch-ops/flags-verbose.dot`` beside another one), worked out
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import tempfile
 import threading
@@ -27,6 +33,14 @@ from graphscope.recording import Recording, load_recordings
 
 #: Largest upload accepted, in bytes (a 100,000-node bundle is about 2 MB gzipped).
 UPLOAD_LIMIT = 200 << 20
+#: Largest an upload may expand to when it is read (gzip): a 100,000-node bundle is about
+#: 340 MB of JSON; a gzip bomb is refused when it passes this, not when memory runs out.
+UPLOAD_EXPANDED_LIMIT = 512 << 20
+#: Uploads read at once; more wait, so that a burst of large ones cannot take all memory.
+UPLOADS_AT_ONCE = 2
+# Characters of base64 decoded at a time (a multiple of 4): an upload is written to disk in
+# steps, never held decoded whole beside the request that carries it.
+_B64_STEP = 4 << 20
 SUFFIXES = (".dot", ".gv", ".json", ".json.gz")
 NAME_LIMIT = 120  # characters of an upload's name shown
 #: In front of a sample's name in the file list.
@@ -38,6 +52,8 @@ FAILED = "failed: "
 #: all); when a file's label would be longer, the files with folders in their labels are
 #: listed file name first (``flags-verbose.dot · torch-llama-decode``), where no cut hides it.
 LABEL_CHARS = 40
+
+log = logging.getLogger(__name__)
 
 
 def _samples() -> Path | None:
@@ -90,6 +106,9 @@ class Source:
     given: str | None = None  # a recording graph's name, listed as is; an upload's file name
     name: str = ""  # its name in the file list, distinct from the others' (``Registry``)
     parts: tuple[str, ...] = field(default=(), repr=False)  # ``_parts(path)``, for ``name``
+    max_bytes: int | None = None  # the reader's size limit, where not its default (uploads)
+    # Held while the file is read: a second request for it waits for the first read.
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def label(self) -> str:
@@ -137,16 +156,25 @@ def _labels(ends: list[tuple[str, ...]], prefixes: list[str]) -> list[str]:
     ]
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 @dataclass
 class Registry:
     """Sources by id, each loaded on first use and kept.
 
-    Dash runs callbacks on several threads at once; the lock keeps two of them from reading
-    the same large file twice side by side.
+    Dash runs callbacks on several threads at once: each source's lock keeps two of them from
+    reading the same large file side by side, and no read waits for another file's.
     """
 
     sources: dict[str, Source] = field(default_factory=dict)
+    # Held while ``sources`` is replaced (and an id given out); never while a file is read.
     lock: threading.Lock = field(default_factory=threading.Lock)
+    uploading: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(UPLOADS_AT_ONCE)
+    )
 
     def add_recording(self, path: Path, label: str) -> RecordedRun:
         """A recording folder: each of its graphs becomes a source, in catalog order."""
@@ -184,9 +212,12 @@ class Registry:
         self.relabel()
         return source
 
-    def _add(self, path: Path, given: str | None = None) -> Source:
-        source = Source(id=f"f{len(self.sources)}", path=path, given=given)
-        self.sources[source.id] = source
+    def _add(self, path: Path, given: str | None = None, *, uploaded: bool = False) -> Source:
+        with self.lock:
+            key = f"{'u' if uploaded else 'f'}{len(self.sources)}"
+            source = Source(id=key, path=path, given=given, uploaded=uploaded)
+            # A new dict, not an insertion: another thread may be iterating the old one.
+            self.sources = {**self.sources, key: source}
         return source
 
     def relabel(self) -> None:
@@ -197,14 +228,19 @@ class Registry:
         recording's graph as the recording named it. Run after each file added (the server's
         reordering of ``sources`` keeps the names).
         """
-        files = [s for s in self.sources.values() if s.given is None and not s.uploaded]
+        with self.lock:
+            self._relabel(list(self.sources.values()))
+
+    @staticmethod
+    def _relabel(sources: list[Source]) -> None:
+        files = [s for s in sources if s.given is None and not s.uploaded]
         ends = _suffixes([s.parts for s in files])
         labels = _labels(ends, [SAMPLE if s.sample else "" for s in files])
         for source, label in zip(files, labels, strict=True):
             source.name = label
         uploads: Counter[str] = Counter()
         seen: Counter[str] = Counter()
-        for source in self.sources.values():
+        for source in sources:
             if source.uploaded:
                 name = source.given or source.path.name
                 uploads[name] += 1
@@ -216,55 +252,99 @@ class Registry:
             if seen[source.name] > 1:  # the same file given twice, or a name like another's
                 source.name += f" ({seen[source.name]})"
 
-    def get(self, source_id: str | None) -> Source | None:
-        return self.sources.get(source_id or "")
+    def get(self, source_id: object) -> Source | None:
+        """The source with this id; None for any other value the page sends."""
+        return self.sources.get(source_id) if isinstance(source_id, str) else None
 
     def load(self, source_id: str) -> Source:
         """The source with its graph, or with ``error`` set to the reader's one line."""
         source = self.sources[source_id]
-        with self.lock:
+        with source.lock:
             self._read(source)
         return source
 
     def _read(self, source: Source) -> None:
-        if source.graph is None and source.error is None:
-            try:
+        if source.graph is not None or source.error is not None:
+            return
+        try:
+            if source.max_bytes is None:
                 source.graph = graphscope.load(source.path)
-            except GraphscopeError as exc:
-                source.error = str(exc)
-            except OSError as exc:
-                source.error = f"{source.path}: cannot read it ({exc.strerror or exc})"
+            else:
+                source.graph = graphscope.load(source.path, max_bytes=source.max_bytes)
+        except GraphscopeError as exc:
+            source.error = _one_line(str(exc))
+        except OSError as exc:
+            source.error = f"{source.path}: cannot read it ({exc.strerror or exc})"
+        except Exception as exc:
+            # A reader's bug: the page gets one line and the server's log the traceback, for
+            # the report; the file is marked failed and the others stay usable.
+            log.exception("graphscope failed reading %s", source.path)
+            source.error = _one_line(
+                f"{source.path}: graphscope failed reading it ({type(exc).__name__}: {exc}); "
+                "this is a bug in graphscope, please report it"
+            )
 
-    def add_upload(self, filename: str, contents: str, folder: Path) -> Source:
-        """An upload from the page (``data:...;base64,...``), written to ``folder`` and loaded."""
+    def add_upload(self, filename: object, contents: object, folder: Path) -> Source:
+        """An upload from the page (``data:...;base64,...``), written to ``folder`` and loaded.
+
+        Whatever arrives, the upload is listed, and one that cannot be shown keeps a one-line
+        error: a name graphscope does not read, damaged data, a size over ``UPLOAD_LIMIT``, a
+        file that expands past ``UPLOAD_EXPANDED_LIMIT``, a reader's failure.
+        """
         # The name is only shown: the file on disk is named by the app (a NUL or a name over
         # the file system's limit ended the upload with a server error).
-        name = Path((filename or "").replace("\x00", "")).name or "upload"
+        text = filename if isinstance(filename, str) else ""
+        name = Path(text.replace("\x00", "")).name or "upload"
         if len(name) > NAME_LIMIT:
             name = name[: NAME_LIMIT // 2] + "…" + name[-NAME_LIMIT // 2 :]
-        source = Source(id=f"u{len(self.sources)}", path=folder / name, uploaded=True, given=name)
-        self.sources[source.id] = source
+        source = self._add(folder / name, given=name, uploaded=True)
+        source.max_bytes = UPLOAD_EXPANDED_LIMIT
         self.relabel()
         if not name.endswith(SUFFIXES):
             source.error = f"{name}: not a graph file graphscope reads (.dot, .json, .json.gz)"
             return source
-        try:
-            payload = base64.b64decode(contents.split(",", 1)[1], validate=True)
-        except (IndexError, binascii.Error):
+        start = contents.find(";base64,") if isinstance(contents, str) else -1
+        if not isinstance(contents, str) or start < 0:
             source.error = f"{name}: the upload arrived damaged; try again"
             return source
-        if len(payload) > UPLOAD_LIMIT:
+        start += len(";base64,")
+        size = (len(contents) - start) * 3 // 4  # decoded, give or take the padding
+        if size > UPLOAD_LIMIT:
             source.error = (
-                f"{name}: {len(payload) / 2**20:.0f} MB is over the {UPLOAD_LIMIT >> 20} MB "
+                f"{name}: {size / 2**20:.0f} MB is over the {UPLOAD_LIMIT >> 20} MB "
                 "upload limit; open it from the command line: graphscope serve FILE"
             )
             return source
-        folder.mkdir(parents=True, exist_ok=True)
-        suffix = next(end for end in SUFFIXES if name.endswith(end))
-        with tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False) as fh:
-            fh.write(payload)
-        source.path = Path(fh.name)
-        self.load(source.id)
-        if source.error:
+        with self.uploading:
+            self._store(source, contents, start, folder)
+            if source.error is None:
+                self.load(source.id)
+                if source.error is not None:
+                    source.path.unlink(missing_ok=True)  # nothing will read it again
+        if source.error is not None:
             source.error = source.error.replace(str(source.path), name)
+            if str(UPLOAD_EXPANDED_LIMIT) in source.error:  # the reader's limit was ours
+                source.error += "; open it from the command line: graphscope serve FILE"
         return source
+
+    def _store(self, source: Source, contents: str, start: int, folder: Path) -> None:
+        """Decode an upload's base64 into a file of its own in ``folder``, step by step."""
+        name = source.given or ""
+        suffix = next(end for end in SUFFIXES if name.endswith(end))
+        written: Path | None = None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder, suffix=suffix, delete=False) as fh:
+                written = Path(fh.name)
+                for at in range(start, len(contents), _B64_STEP):
+                    fh.write(base64.b64decode(contents[at : at + _B64_STEP], validate=True))
+        except (binascii.Error, ValueError):  # ValueError: a character that is not ASCII
+            source.error = f"{name}: the upload arrived damaged; try again"
+        except OSError as exc:
+            source.error = f"{name}: cannot store the upload ({exc.strerror or exc})"
+        if written is None:
+            return
+        if source.error is None:
+            source.path = written
+        else:
+            written.unlink(missing_ok=True)

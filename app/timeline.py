@@ -204,7 +204,7 @@ def timeline_ring(
     bases: list[float] = []
     widths: list[float] = []
 
-    def ring(row: str, start: Any, length: Any) -> None:
+    def ring(row: str, start: object, length: object) -> None:
         if isinstance(start, (int, float)) and isinstance(length, (int, float)):
             ys.append(row)
             bases.append(float(start))
@@ -286,15 +286,15 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
             trace["api"], "name", "start_ns", "end_ns", "correlation_id"
         )
         call_keys = [node_of_call.get(c) for c in ids]
-        for launch, name, noun in (
+        for launches, name, noun in (
             (False, "other CUDA calls", "CUDA calls"),
             (True, "launch calls", "launch calls"),
         ):
-            picked = [i for i, c in enumerate(ids) if (c in launched) == launch]
+            picked = [i for i, c in enumerate(ids) if (c in launched) == launches]
             rows.append(
                 Row.of(
                     ROWS[0],
-                    _COLOURS["launch" if launch else "call"],
+                    _COLOURS["launch" if launches else "call"],
                     name,
                     noun,
                     [starts[i] / 1000 for i in picked],

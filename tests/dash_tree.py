@@ -1,4 +1,4 @@
-"""Reading a Dash component tree in tests: every component in it, and the text it shows."""
+"""Reading a Dash component tree in tests: its components, their ids, and the text it shows."""
 
 from __future__ import annotations
 
@@ -21,3 +21,16 @@ def walk(component: Any) -> Iterator[Any]:
 def text(component: Any, sep: str = " ") -> str:
     """The text a component tree shows, its pieces joined by ``sep``."""
     return sep.join(c for c in walk(component) if isinstance(c, str))
+
+
+def by_id(component: Any, component_id: Any) -> Any:
+    """The component of a tree with this id (an error when there is none)."""
+    for c in walk(component):
+        if getattr(c, "id", None) == component_id:
+            return c
+    raise AssertionError(f"no component with id {component_id!r}")
+
+
+def ids(component: Any) -> list[Any]:
+    """The ids of a tree's components, depth first (those without one left out)."""
+    return [c.id for c in walk(component) if getattr(c, "id", None) is not None]

@@ -15,13 +15,18 @@ pytest.importorskip("dash")  # the GPU machine has no dash; the test extra bring
 
 from dash_tree import text as shown_text
 from dash_tree import walk
-from graphscope.app import server
+from graphscope.app import page_callbacks, server
+from graphscope.app.callbacks import focus_ranges, url_state
+from graphscope.app.cards import card_divs
 from graphscope.app.figure import build_figure, has_timing, node_hovers
-from graphscope.app.layout import layer_of, layout
 from graphscope.app.panel import node_panel
+from graphscope.app.placement import layout
+from graphscope.app.search import BUFFER_SEARCH, match_count, search_nodes
 from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files, sample_recordings
+from graphscope.app.state import default_grouping, opened_to
 
 import graphscope
+from graphscope.model import layer_of
 from graphscope.recording import load_recordings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +37,7 @@ ALL_TYPES = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot
 
 
 def test_a_decode_chain_wraps_into_one_row_per_layer() -> None:
-    from graphscope.app.layout import LABELLED_ROW, ROW_LEVELS
+    from graphscope.app.placement import LABELLED_ROW, ROW_LEVELS
 
     G = graphscope.load(LLAMA)
     # Labelled (a small graph): shorter rows, but a row never holds two layers.
@@ -165,11 +170,11 @@ def test_node_panel_says_in_words_when_the_model_itself_or_no_module_made_a_node
 
 def test_search_takes_a_regex_or_plaintext() -> None:
     G = graphscope.load(LLAMA)
-    found, warning = server._matches(G, r"o_proj$")
+    found, warning = search_nodes(G, r"o_proj$")
     assert warning is None and len(found) == 4
-    found, warning = server._matches(G, "(anonymous")  # not a regex: searched as text
+    found, warning = search_nodes(G, "(anonymous")  # not a regex: searched as text
     assert warning and "regular expression" in warning and found
-    assert server._matches(G, "") == ([], None)
+    assert search_nodes(G, "") == ([], None)
 
 
 def test_a_bad_file_keeps_its_one_line_error(tmp_path: Path) -> None:
@@ -222,12 +227,12 @@ def test_the_app_opens_the_samples_when_given_no_files() -> None:
 
 def test_cards_come_from_the_bundle() -> None:
     G = graphscope.load(LLAMA)
-    text = shown_text(server._cards(G))
+    text = shown_text(card_divs(G))
     t = G.graph["timing"]
     assert f"{t['eager_step_us']:.0f} us" in text and f"{t['replay_wall_us']:.0f} us" in text
     assert f"{t['eager_step_us'] / t['replay_wall_us']:.1f}x" in text
     assert "GPU idle share" in text
-    dot_text = shown_text(server._cards(graphscope.load(ALL_TYPES)))
+    dot_text = shown_text(card_divs(graphscope.load(ALL_TYPES)))
     assert "speedup" not in dot_text
 
 
@@ -350,7 +355,7 @@ def test_small_graphs_open_whole_and_the_state_toggles_from_the_overview() -> No
     G = graphscope.load(LLAMA)  # 212 nodes: all of it fits
     levels = group_levels(G)
     assert overview(levels) == all_groups(levels)
-    assert server.default_grouping("f0") == {"source": "f0", "default": "overview", "toggled": []}
+    assert default_grouping("f0") == {"source": "f0", "default": "overview", "toggled": []}
 
 
 def _long_row(spans: int) -> Any:
@@ -486,14 +491,10 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     assert [b.children for b in links] == ["g2", "g5", "g8"]
     source = links[1].id["source"]
     assert registry.load(source).graph.graph["recording"]["id"] == "g5"
-    assert server.opened({"type": "open-graph", "source": source}, [None, 1, None]) == (
-        source,
-        "graph",
-    )
-    assert server.opened({"type": "open-graph", "source": source}, [None] * 3) == (
-        dash.no_update,
-        dash.no_update,
-    )
+    opened = page_callbacks.open_graph({"type": "open-graph", "source": source}, [None, 1, None])
+    assert (opened.source, opened.page) == (source, "graph")
+    drawn = page_callbacks.open_graph({"type": "open-graph", "source": source}, [None] * 3)
+    assert drawn.source is dash.no_update and drawn.page is dash.no_update
     broken = tmp_path / "broken" / "pid1"
     broken.mkdir(parents=True)
     (broken / "recording.json").write_text("{")
@@ -508,23 +509,23 @@ def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> No
     G = graphscope.load(DEEP)
     levels = group_levels(G)
     base = overview(levels)
-    state = server.default_grouping("f0")
+    state = default_grouping("f0")
     deep = next(k for k, chain in levels.items() if "model.layers.200" in chain)
-    opened = server.opened_to(state, base, levels[deep])
+    opened = opened_to(state, base, levels[deep])
     assert set(levels[deep]) - base <= set(opened["toggled"])  # each shut group toggled open
-    assert server.opened_to(opened, base, levels[deep]) is opened  # nothing more to open
-    shut = server.opened_to(opened, base, ["model.layers.200"], want=False)
+    assert opened_to(opened, base, levels[deep]) is opened  # nothing more to open
+    shut = opened_to(opened, base, ["model.layers.200"], want=False)
     assert "model.layers.200" not in shut["toggled"]
     lay = layout(G)
     x, y = lay.pos[deep]
-    ranges = server.focus_ranges(lay, deep)
+    ranges = focus_ranges(lay, deep)
     assert ranges is not None and sum(ranges["xaxis.range"]) / 2 == x
     assert ranges["yaxis.range"][0] > y > ranges["yaxis.range"][1]  # y is drawn reversed
-    assert server.focus_ranges(lay, "no such node") is None
-    assert server.match_count(["a", "b", "c"], "b") == "2 of 3"
-    assert server.match_count(["a", "b", "c"], "z") == "3 matches"
-    assert server.match_count([], None) == ""
-    assert server.url_state({"file": "f2", "node": "graph_1_node_4", "view": "", "x": "1"}) == {
+    assert focus_ranges(lay, "no such node") is None
+    assert match_count(["a", "b", "c"], "b") == "2 of 3"
+    assert match_count(["a", "b", "c"], "z") == "3 matches"
+    assert match_count([], None) == ""
+    assert url_state({"file": "f2", "node": "graph_1_node_4", "view": "", "x": "1"}) == {
         "file": "f2",
         "node": "graph_1_node_4",
     }
@@ -535,17 +536,17 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
 
     G = graphscope.load(LLAMA)
     weight = "param:model.layers.0.self_attn.q_proj.weight"
-    found, warning = server._matches(G, server.BUFFER_SEARCH + weight)
+    found, warning = search_nodes(G, BUFFER_SEARCH + weight)
     assert found and warning is None
     assert found == [k for k, d in G.nodes(data=True) if weight in memory_names(G, d)]
     assert all(
         any(p.get("buffer") == weight for p in G.nodes[k]["pointers"]) for k in found
     )  # each one has a pointer into the weight
     # The panel's buffer cells are the links that start this search.
-    panel = server.node_panel(G, found[0])
+    panel = node_panel(G, found[0])
     ids = [getattr(c, "id", None) for c in walk(panel)]
     assert {"type": "buffer", "name": weight} in ids
-    assert server._matches(G, server.BUFFER_SEARCH + "no such buffer") == (
+    assert search_nodes(G, BUFFER_SEARCH + "no such buffer") == (
         [],
         "no node touches 'no such buffer'",
     )
@@ -554,7 +555,7 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
 def test_no_plot_offers_to_send_anything_off_the_machine() -> None:
     app = server.create_app([LLAMA])
     graphs = [c for c in walk(app.layout()) if type(c).__name__ == "Graph"]
-    assert {g.id for g in graphs} == {"dag", "timeline"}
+    assert {g.id for g in graphs} == {"dag", "minimap", "timeline"}
     for graph in graphs:
         assert graph.config["showSendToCloud"] is False and graph.config["displaylogo"] is False
 

@@ -245,14 +245,17 @@ def test_report_compare_and_buckets_pages(browser: Any) -> None:
 
 def _long_eager_step(tmp_path: Path) -> Path:
     """The tiny-llama b1 bundle with its eager CUDA calls repeated 3 times over (each copy
-    after the last, correlation ids moved past the GPU's): more calls than a row draws."""
+    after the last, correlation ids past every one in the trace, so that none joins a GPU
+    op): more calls than a row draws."""
     import graphscope
 
     G = graphscope.load(BUNDLES / "tiny-llama-b1.json.gz")
-    rows = G.graph["eager_trace"]["api"]["rows"]
+    trace = G.graph["eager_trace"]
+    rows = trace["api"]["rows"]
     span = max(row[2] for row in rows) + 1000
+    past = max(row[3] for part in ("api", "gpu") for row in trace[part]["rows"]) + 1
     extra = [
-        [row[0], row[1] + k * span, row[2] + k * span, -1 - i - k * len(rows), row[4]]
+        [row[0], row[1] + k * span, row[2] + k * span, past + i + k * len(rows), row[4]]
         for k in (1, 2, 3)
         for i, row in enumerate(rows)
     ]
@@ -411,5 +414,58 @@ def test_a_node_id_on_the_report_opens_the_node_in_the_dag(browser: Any) -> None
         assert step_report(G).top_nodes[0]["node"] == key  # the slowest node, first in its table
         assert title == display_name(G.nodes[key])
         assert f"local id {key.rsplit('_', 1)[1]}" in _text(browser, "node-panel")
+    finally:
+        server.shutdown()
+
+
+_LABELS_IN_VIEW = """
+const gd = document.querySelector('#dag .js-plotly-plot');
+const t = gd.data.find(t => t.name === 'labels in view');
+return t ? Array.from(t.text || []) : null;
+"""
+
+
+def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: Any) -> None:
+    """Expand all on the 10,780-node sample: it opens on its first rows with the minimap
+    showing where; a click on the minimap moves the view; a zoom in draws node labels."""
+    url, server = serve_in_thread([DEEP])
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        minimap = browser.find_element(By.ID, "minimap")
+        # The overview is all in view: the minimap keeps out of its way.
+        wait.until(lambda d: minimap.value_of_css_property("visibility") == "hidden")
+        browser.find_element(By.ID, "expand-all").click()
+        wait.until(lambda d: minimap.value_of_css_property("visibility") == "visible")
+        (x0, x1), (y_low, y_high) = browser.execute_script(_RANGES)
+        assert y_high == -1 and y_low < 100  # the first rows of ~450, not all of them
+        rect = browser.execute_script(
+            "const m = document.querySelector('#minimap .js-plotly-plot');"
+            "const s = m._fullLayout.shapes[0]; return [s.y0, s.y1];"
+        )
+        assert sorted(rect) == sorted([y_low, y_high])  # the rectangle is the view
+        assert browser.execute_script(_LABELS_IN_VIEW) == []  # 17 px a node: no room yet
+        # A click low on the minimap takes the view there, at the same zoom.
+        box = browser.find_element(By.CSS_SELECTOR, "#minimap .nsewdrag")
+        ActionChains(browser).move_to_element_with_offset(
+            box, 0, int(box.size["height"] * 0.3)
+        ).pause(0.3).click().perform()
+        wait.until(lambda d: d.execute_script(_RANGES)[1][0] > 250)
+        (nx0, nx1), (ny_low, ny_high) = browser.execute_script(_RANGES)
+        assert abs((ny_low - ny_high) - (y_low - y_high)) < 1e-6
+        assert abs((nx1 - nx0) - (x1 - x0)) < 1e-6
+        # Zoomed in, the nodes in view carry their labels, as a small graph's do.
+        browser.execute_script(
+            "const gd = document.querySelector('#dag .js-plotly-plot');"
+            "const [a, b] = gd._fullLayout.xaxis.range, [c, e] = gd._fullLayout.yaxis.range;"
+            "window.Plotly.relayout(gd, {'xaxis.range': [a, a + (b - a) / 3],"
+            " 'yaxis.range': [e + (c - e) / 3, e]});"
+        )
+        wait.until(lambda d: len(d.execute_script(_LABELS_IN_VIEW) or []) > 20)
+        shown = browser.execute_script(_LABELS_IN_VIEW)
+        assert {"mm", "mul"} & set(shown)
+        drawn = browser.find_elements(By.CSS_SELECTOR, "#dag .textpoint text")
+        assert len([t for t in drawn if t.text]) >= len(shown)
     finally:
         server.shutdown()

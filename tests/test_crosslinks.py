@@ -252,7 +252,8 @@ def test_marks_on_folded_nodes_ring_the_group_and_survive_a_redraw() -> None:
         app,
         [
             "dag.figure",
-            "dag.style",
+            "minimap.figure",
+            "dag-pane.style",
             "status.children",
             "cards.children",
             "matches.data",

@@ -9,13 +9,12 @@ graphs are laid out the same way below their parent graph.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import networkx as nx
 
-from graphscope.model import owner_of
+from graphscope.model import layer_of, owner_of
 
 #: Levels in a row before it wraps, when no layer boundary comes first.
 ROW_LEVELS = 50
@@ -26,18 +25,15 @@ LABELLED_ROW = 10
 #: A layer change starts a new row only after this many levels: graphs whose layers
 #: interleave node by node would otherwise get a row per node.
 MIN_ROW = 6
-# A layer is the module path up to and including its first numeric part: model.layers.3
-_LAYER = re.compile(r"^(.*?\.\d+)(?:\.|$)")
 
 
-def layer_of(data: dict[str, Any]) -> str | None:
-    """The layer a node's attribution puts it in (``model.layers.3``), or None."""
-    label = data.get("attribution")
-    module = label.get("module") if isinstance(label, dict) else None
-    if not module:
-        return None
-    match = _LAYER.match(module)
-    return match.group(1) if match else None
+class LayoutRow(TypedDict):
+    """One row of the drawing: its graph, its label on the left, its y and its node count."""
+
+    graph_id: int
+    label: str
+    y: float
+    nodes: int
 
 
 @dataclass
@@ -45,7 +41,7 @@ class Layout:
     """Node positions and the rows they were cut into."""
 
     pos: dict[str, tuple[float, float]] = field(default_factory=dict)
-    rows: list[dict[str, Any]] = field(default_factory=list)  # graph_id, label, y, nodes
+    rows: list[LayoutRow] = field(default_factory=list)
     # (owner, first node) for each child or body graph drawn: the figure joins them.
     nests: list[tuple[str, str]] = field(default_factory=list)
 

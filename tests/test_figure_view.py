@@ -1,0 +1,76 @@
+"""The DAG figure's view of graphs too large to label whole: where it opens, the labels it
+carries for a zoom, and the minimap's bounded density grid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from graphscope.app import figure, groups, placement
+
+import graphscope
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DEEP = SAMPLES / "large" / "hf-deep-llama-b1.json.gz"
+LLAMA = SAMPLES / "bundles" / "tiny-llama-b1.json.gz"
+
+
+@pytest.fixture(scope="module")
+def deep_expanded() -> tuple[object, placement.Layout]:
+    G = graphscope.load(DEEP)
+    levels = groups.group_levels(G)
+    view = groups.collapsed(G, levels, groups.all_groups(levels))  # "expand all"
+    assert view.number_of_nodes() == G.number_of_nodes() == 10_780
+    return view, placement.layout(view)
+
+
+def test_a_small_graph_opens_whole_and_labelled() -> None:
+    G = graphscope.load(LLAMA)
+    lay = placement.layout(G)
+    fig = figure.build_figure(G, lay)
+    assert fig.layout.yaxis.autorange == "reversed"  # the whole graph in view
+    names = [t.name for t in fig.data]
+    assert figure.ZOOM_LABELS not in names
+    nodes = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
+    assert all(t.mode == "markers+text" and t.meta is None for t in nodes)
+
+
+def test_a_large_view_opens_on_its_first_lines_with_labels_for_zoom(deep_expanded) -> None:
+    view, lay = deep_expanded
+    fig = figure.build_figure(view, lay, hover=False)
+    low, high = fig.layout.yaxis.range
+    assert fig.layout.yaxis.autorange is False and high == -1.0
+    lines = sorted({y for _, y in lay.pos.values()})
+    shown = [y for y in lines if high <= y <= low]
+    # Each line shown gets LINE_PX, and the view holds a small part of the graph.
+    assert len(shown) == (int(fig.layout.height) - 40) // figure.LINE_PX
+    assert len(shown) < len(lines) / 5
+    nodes = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
+    assert sum(len(t.customdata) for t in nodes) == 10_780
+    for trace in nodes:  # not drawn, but carried for the page to draw in a zoomed view
+        assert trace.mode == "markers"
+        assert len(trace.meta) == len(trace.customdata)
+        key = trace.customdata[0]
+        assert trace.meta[0] == figure.node_label(view.nodes[key])
+    labels = [t for t in fig.data if t.name == figure.ZOOM_LABELS]
+    assert len(labels) == 1 and len(labels[0].x) == 0
+    assert fig.data[-1].name == "selected"  # the selection ring stays the last trace
+
+
+def test_minimap_counts_every_node_on_a_bounded_grid(deep_expanded) -> None:
+    _, lay = deep_expanded
+    fig = figure.minimap(lay)
+    (cells,) = fig.data
+    assert 100 < len(cells.x) <= figure.MINIMAP_CELLS**2  # one square per cell with nodes
+    assert sum(cells.marker.color) == len(lay.pos)
+    # Every cell's square lies inside the fixed ranges, over the whole drawn graph.
+    (x0, x1), (y1, y0) = fig.layout.xaxis.range, fig.layout.yaxis.range
+    assert all(x0 < x < x1 for x in cells.x) and all(y0 < y < y1 for y in cells.y)
+    assert x0 < min(x for x, _ in lay.pos.values()) and y1 > max(y for _, y in lay.pos.values())
+    assert fig.layout.shapes[0].type == "rect"
+    assert (fig.layout.width, fig.layout.height) == figure.MINIMAP_PX
+
+
+def test_minimap_of_an_empty_view_is_empty() -> None:
+    fig = figure.minimap(placement.Layout())
+    assert len(fig.data) == 0
