@@ -18,10 +18,11 @@ from typing import Any, cast
 
 import networkx as nx
 
-from . import __version__
+from .contract import NODE, NODE_PART, NODE_RULE, Record, check_graph, shaped_rows_ok, show
 from .errors import BundleFormatError, InputError
-from .model import NODE_TYPES, SCHEMA_VERSION
+from .model import SCHEMA_VERSION
 from .recording import check_graph_entry
+from .version import __version__
 
 FORMAT_NAME = "graphscope-bundle"
 
@@ -197,7 +198,7 @@ def _foreign_schema(doc: dict[str, Any]) -> str:
 def _check_version(doc: dict[str, Any], path: Any) -> None:
     version = doc.get("schema_version")
     if type(version) is not int:
-        raise _fail(path, "schema_version", f"expected an integer, found {json.dumps(version)}")
+        raise _fail(path, "schema_version", f"expected an integer, found {show(version)}")
     if version > SCHEMA_VERSION:
         writer = doc.get("writer")
         by = writer.get("graphscope") if isinstance(writer, dict) else None
@@ -210,9 +211,6 @@ def _check_version(doc: dict[str, Any], path: Any) -> None:
         )
     if version < 1:
         raise BundleFormatError(path, f"schema_version {version} is not a valid version")
-
-
-_TYPES = frozenset(NODE_TYPES)
 
 
 def _node_entries(doc: dict[str, Any], path: Any) -> dict[str, dict[str, Any]]:
@@ -229,58 +227,20 @@ def _node_entries(doc: dict[str, Any], path: Any) -> dict[str, dict[str, Any]]:
         raise _fail(path, "nodes", f"a node shape has no {KEY!r} field") from None
     except TypeError:  # an unhashable key
         raise _fail(path, "nodes", "a node key is not a string") from None
-    pairs = list(nodes.items())
-    # Checks over all nodes at once; the slow per-node pass below only runs to name a culprit.
-    try:
-        valid = (
-            len(nodes) == len(records)
-            and all(type(k) is str for k in nodes)
-            and {e.get("type") for e in nodes.values()} <= _TYPES
-            and all(
-                type(e.get("graph_id")) is int and type(e.get("local_id")) is int
-                for e in nodes.values()
-            )
-            and all(type(e.get(NAME_REF, 0)) is int for e in nodes.values())
-            and all(0 <= e.get(NAME_REF, 0) < max(len(names), 1) for e in nodes.values())
-            and all(e.get("parent") is None or e["parent"] in nodes for e in nodes.values())
-        )
-    except TypeError:  # an unhashable type or parent
-        valid = False
-    if not valid:
-        _fail_on_nodes(pairs, len(records), names, path)
+    if len(nodes) != len(records):
+        raise _fail(path, "nodes", f"{len(records) - len(nodes)} node keys are used twice")
+    # The node contract (types, ids, parents) is checked on the graph; here only what the
+    # table's encoding adds: where each node's kernel name is.
+    refs = [e[NAME_REF] for e in nodes.values() if NAME_REF in e]
+    if refs and not (set(map(type, refs)) <= {int} and min(refs) >= 0 and max(refs) < len(names)):
+        for key, entry in nodes.items():
+            ref = entry.get(NAME_REF, 0)
+            if type(ref) is not int or not 0 <= ref < len(names):
+                raise _fail(path, f"node {key}", f"kernel name index {show(ref)} is out of range")
     for entry in nodes.values():
         if NAME_REF in entry:
             entry.update(names[entry.pop(NAME_REF)])
     return nodes
-
-
-def _fail_on_nodes(
-    pairs: list[tuple[str, dict[str, Any]]], rows: int, names: list[Any], path: Any
-) -> None:
-    if len(pairs) != rows:
-        raise _fail(path, "nodes", f"{rows - len(pairs)} node keys are used twice")
-    keys = {key for key, _ in pairs}
-    seen: set[str] = set()
-    for i, (key, entry) in enumerate(pairs):
-        if not isinstance(key, str):
-            raise _fail(path, f"nodes.rows[{i}]", "the node key is not a string")
-        where = f"nodes.rows[{i}]"
-        ref = entry.get(NAME_REF, 0)
-        if type(ref) is not int or (NAME_REF in entry and not 0 <= ref < len(names)):
-            raise _fail(path, where, f"kernel name index {ref!r} is out of range")
-        if key in seen:
-            raise _fail(path, where, f"duplicate node key {key!r}")
-        seen.add(key)
-        kind = entry.get("type")
-        if not isinstance(kind, str) or kind not in _TYPES:
-            shown = json.dumps(kind)[:40]
-            raise _fail(path, f"{where}.type", f"{shown} is not a CUDA graph node type")
-        if type(entry.get("graph_id")) is not int or type(entry.get("local_id")) is not int:
-            raise _fail(path, where, "graph_id and local_id must be integers")
-        parent = entry.get("parent")
-        if parent is not None and (not isinstance(parent, str) or parent not in keys):
-            raise _fail(path, where, f"parent {json.dumps(parent)[:60]} is not a node")
-    raise AssertionError("unreachable: a node failed the bulk checks but passes each one")
 
 
 def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
@@ -300,6 +260,11 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         raise _fail(path, "edges", "missing or not a list")
     nodes = _node_entries(doc, path)
     keys = list(nodes)
+    # The contract judged on the tables' columns, before records hide them; where that does
+    # not settle it, the graph's nodes are checked one by one instead (check_graph).
+    fields_checked = NODE_PART.column_ok(doc["kernel_names"]) and _table_ok(
+        doc["nodes"], NODE_RULE, (KEY, NAME_REF)
+    )
     for attr, section in NODE_SECTIONS.items():
         body = doc.get(section)
         if body is None:
@@ -312,6 +277,9 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         values: list[Any] = _decode_table(table, path, f"{section}.nodes", count=len(keys))
         if isinstance(table, dict) and table.get("wrapped"):
             values = [None if v is None else v.get("value") for v in values]
+            fields_checked = False
+        else:
+            fields_checked = fields_checked and _table_ok(table, _SECTION_ROWS[attr])
         for key, value in zip(keys, values, strict=True):
             if value is not None:
                 nodes[key][attr] = value
@@ -346,39 +314,26 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
     for attr, (section, entry_name) in GRAPH_SECTIONS.items():
         body = doc.get(section)
         if isinstance(body, dict) and entry_name in body:
-            if attr == "eager_trace":
-                _check_trace(body[entry_name], path, f"{section}.{entry_name}")
-            elif attr == "recording":
+            if attr == "recording":
                 try:
                     check_graph_entry(body[entry_name], path, f"{section}.{entry_name}")
                 except InputError as exc:
                     raise BundleFormatError(path, exc.message) from None
             G.graph[attr] = body[entry_name]
+    check_graph(G, path, BundleFormatError, fields_checked=fields_checked)
     return G
 
 
-def _check_trace(trace: Any, path: Any, where: str) -> None:
-    """An eager trace holds an ``api`` and a ``gpu`` table: fields and rows that fit them."""
-    if not isinstance(trace, dict):
-        raise _fail(path, where, "not an object")
-    for name in ("api", "gpu"):
-        table = trace.get(name)
-        if (
-            not isinstance(table, dict)
-            or not isinstance(table.get("fields"), list)
-            or not isinstance(table.get("rows"), list)
-        ):
-            raise _fail(path, f"{where}.{name}", "needs a list of fields and a list of rows")
-        needed = {"name", "start_ns", "end_ns", "correlation_id"} | (
-            {"type"} if name == "gpu" else set()
-        )
-        if not needed <= set(table["fields"]):
-            missing = ", ".join(sorted(needed - set(table["fields"])))
-            raise _fail(path, f"{where}.{name}.fields", f"lacks {missing}")
-        width = len(table["fields"])
-        for i, row in enumerate(table["rows"]):
-            if type(row) is not list or len(row) != width:
-                raise _fail(path, f"{where}.{name}.rows[{i}]", f"not a row of {width} values")
+# A section's rows are the values of one node attribute each.
+_SECTION_ROWS = {attr: cast(Record, NODE[attr]) for attr in NODE_SECTIONS}
+
+
+def _table_ok(table: dict[str, Any], rule: Record, skip: tuple[str, ...] = ()) -> bool:
+    """Whether a table ``_decode_table`` read holds records that pass ``rule``, by column."""
+    shapes = table["shapes"]
+    fields = [shape["fields"] for shape in shapes]
+    constants = [shape["constants"] for shape in shapes]
+    return shaped_rows_ok(fields, constants, table["rows"], rule, skip)
 
 
 def _fail_on_edges(edges: list[Any], nodes: dict[str, Any], path: Any) -> None:
@@ -391,8 +346,7 @@ def _fail_on_edges(edges: list[Any], nodes: dict[str, Any], path: Any) -> None:
             raise _fail(path, f"edges[{i}]", "not a [from, to] or [from, to, {attributes}] list")
         for end, name in ((edge[0], "from"), (edge[1], "to")):
             if not isinstance(end, str) or end not in nodes:
-                shown = json.dumps(end)[:60]
-                raise _fail(path, f"edges[{i}].{name}", f"{shown} is not a node key")
+                raise _fail(path, f"edges[{i}].{name}", f"{show(end)} is not a node key")
 
 
 def dumps(G: nx.DiGraph) -> str:

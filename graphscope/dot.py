@@ -27,6 +27,7 @@ from typing import Any
 
 import networkx as nx
 
+from .contract import check_nodes, check_structure, parse_json
 from .dotparse import DotDocument, Node, parse_dot
 from .errors import DotFormatError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
@@ -34,7 +35,7 @@ from .names import demangle, short_name
 
 _TYPE_WORDS = {t: t for t in NODE_TYPES if t not in ("KERNEL", "GRAPH")}
 _TYPE_WORDS["EVENT_WAIT"] = "WAIT_EVENT"  # the DOT's word for CU_GRAPH_NODE_TYPE_WAIT_EVENT
-_CLUSTER = re.compile(r"cluster_(\d+)\Z")
+_CLUSTER = re.compile(r"cluster_(\d{1,10})\Z")  # a longer id names no graph: not a cluster
 _GRAPH_REF = re.compile(r"graph_(\d+)\Z")
 _ID_CELL = re.compile(r"(\d+)(?:\s*\(topoId:\s*(\d+)\))?\Z")
 _LAUNCH = re.compile(r"(.*?)<<<(\{[\d,]*\}|\d+),(\{[\d,]*\}|\d+),(\d+)>>>\Z", re.DOTALL)
@@ -44,6 +45,9 @@ _SNAKE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|\s+")
 _HEX = re.compile(r"0x[0-9A-Fa-f]+\Z")
 _INT = re.compile(r"-?\d+\Z")
 _FLOAT = re.compile(r"-?\d+\.\d*\Z")
+# The driver prints 64-bit numbers: 20 digits, 16 in hex. A longer run is refused before int()
+# converts it (which takes time quadratic in its length, and refuses past 4300 digits).
+_MAX_DIGITS = 20
 _MEMORY_LETTER = {"HOST": "H", "DEVICE": "D", "ARRAY": "A", "UNIFIED": "U"}
 
 Record = list["Record | str"]
@@ -56,12 +60,25 @@ def _snake(key: str) -> str:
     return ".".join(_SNAKE.sub("_", part.strip()).lower() for part in key.split("."))
 
 
+class _CellError(ValueError):
+    """A label cell holds what no driver prints; the caller names the node and the line."""
+
+
+def _number(digits: str, base: int = 10) -> int:
+    """An integer of a label, refused past 64 bits' worth of digits."""
+    if len(digits.lstrip("-")) > (_MAX_DIGITS if base == 10 else 16):
+        raise _CellError(
+            f"the number {digits[:12]}... has {len(digits)} digits, more than the driver prints"
+        )
+    return int(digits, base)
+
+
 def _value(text: str) -> Any:
     text = text.strip()
     if _INT.match(text):
-        return int(text)
+        return _number(text)
     if _HEX.match(text):
-        return int(text, 16)
+        return _number(text[2:], 16)
     if _FLOAT.match(text):
         return float(text)
     return text
@@ -80,8 +97,10 @@ def _unescape(text: str) -> str:
 
 
 def _dims(text: str) -> list[int]:
-    parts = [int(p) for p in text.strip("{}").split(",") if p]
-    return [*parts, 1, 1, 1][:3]
+    parts = text.strip("{}").split(",")
+    if not 1 <= len(parts) <= 3 or not all(parts):
+        raise _CellError(f"launch dimensions {text[:40]!r} are not 1 to 3 numbers")
+    return [*map(_number, parts), 1, 1, 1][:3]
 
 
 def parse_record(label: str, path: Any = None, line: int | None = None) -> Record:
@@ -194,14 +213,14 @@ def _launch(text: str, attrs: dict[str, Any]) -> bool:
         attrs["name"] = name.strip()
     attrs["grid"] = _dims(grid)
     attrs["block"] = _dims(block)
-    attrs["shared_mem"] = int(smem)
+    attrs["shared_mem"] = _number(smem)
     return True
 
 
 def _id_cell(text: str, attrs: dict[str, Any]) -> None:
     match = _ID_CELL.match(text.strip())
     if match and match.group(2) is not None:
-        attrs["topo_id"] = int(match.group(2))
+        attrs["topo_id"] = _number(match.group(2))
 
 
 def _memory_letter(text: str) -> str:
@@ -326,7 +345,7 @@ def _record_node(label: str, attrs: dict[str, Any], path: Any, line: int) -> Non
             continue
         ref = _GRAPH_REF.match(raw.strip())
         if attrs["type"] == "CONDITIONAL" and ref:
-            bodies.append(int(ref.group(1)))
+            bodies.append(_number(ref.group(1)))
             body_labels.append(key)
             continue
         attrs[_snake(key)] = _value(raw)
@@ -349,7 +368,7 @@ def _plain_node(label: str, shape: str, attrs: dict[str, Any], path: Any, line: 
         attrs["type"] = _TYPE_WORDS[word]
     elif ref:
         attrs["type"] = "GRAPH"
-        attrs["child_graph"] = int(ref.group(1))
+        attrs["child_graph"] = _number(ref.group(1))
     else:
         attrs["type"] = "KERNEL"
         if not _launch(word, attrs):
@@ -359,9 +378,9 @@ def _plain_node(label: str, shape: str, attrs: dict[str, Any], path: Any, line: 
             continue
         pair = _PAREN_PAIR.match(text)
         if pair and attrs["type"] == "MEMCPY":
-            attrs["kind"], attrs["bytes"] = pair.group(1), int(pair.group(2))
+            attrs["kind"], attrs["bytes"] = pair.group(1), _number(pair.group(2))
         elif pair and attrs["type"] == "MEMSET":
-            attrs["value"], attrs["bytes"] = _value(pair.group(1)), int(pair.group(2))
+            attrs["value"], attrs["bytes"] = _value(pair.group(1)), _number(pair.group(2))
         elif ":" in text:
             key, _, raw = text.partition(":")
             attrs[_snake(key)] = _value(raw)
@@ -372,6 +391,15 @@ def _plain_node(label: str, shape: str, attrs: dict[str, Any], path: Any, line: 
 def _gs_value(text: str) -> str:
     """Undo the backslash escaping graphscope's DOT writer applies to its gs_ attributes."""
     return re.sub(r"\\(.)", r"\1", text, flags=re.DOTALL)
+
+
+def _gs_json(text: str, path: Any, where: str, line: int | None) -> Any:
+    """The JSON graphscope's DOT writer stored in a gs_ attribute, within the JSON bounds."""
+    try:
+        return parse_json(_gs_value(text), path, DotFormatError)
+    except DotFormatError as exc:
+        # parse_json counts lines inside the attribute; the file's line is the one to name.
+        raise DotFormatError(path, f"{where}: {exc.message}", line) from None
 
 
 def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
@@ -386,15 +414,10 @@ def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
     gid, lid = ids
     attrs: dict[str, Any] = {"graph_id": gid, "local_id": lid}
     if "gs_attrs" in node.attrs:  # written by graphscope's own DOT writer: exact attributes
-        try:
-            stored = json.loads(_gs_value(node.attrs["gs_attrs"]))
-        except ValueError:
-            raise DotFormatError(
-                path, f"node {name!r}: gs_attrs is not valid JSON", node.line
-            ) from None
-        if not isinstance(stored, dict) or stored.get("type") not in NODE_TYPES:
-            raise DotFormatError(path, f"node {name!r}: gs_attrs has no known node type", node.line)
-        stored.update(graph_id=gid, local_id=lid)
+        stored = _gs_json(node.attrs["gs_attrs"], path, f"node {name!r}: gs_attrs", node.line)
+        if not isinstance(stored, dict):
+            raise DotFormatError(path, f"node {name!r}: gs_attrs is not a JSON object", node.line)
+        stored.update(graph_id=gid, local_id=lid)  # the contract checks the rest
         return stored
     label = node.attrs.get("label")
     if label is None:
@@ -402,10 +425,13 @@ def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
             path, f"node {name!r} has no label: not cudaGraphDebugDotPrint output", node.line
         )
     shape = node.attrs.get("shape", "")
-    if shape == "record" or label.lstrip().startswith("{"):
-        _record_node(label, attrs, path, node.line)
-    else:
-        _plain_node(label, shape, attrs, path, node.line)
+    try:
+        if shape == "record" or label.lstrip().startswith("{"):
+            _record_node(label, attrs, path, node.line)
+        else:
+            _plain_node(label, shape, attrs, path, node.line)
+    except _CellError as exc:
+        raise DotFormatError(path, f"node {name!r}: {exc}", node.line) from None
     if attrs["type"] == "GRAPH" and "child_graph" not in attrs:
         raise DotFormatError(path, f"node {name!r}: child-graph node names no graph", node.line)
     _derive(attrs)
@@ -432,10 +458,14 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                 )
     if not doc.nodes:
         return _empty_graph(doc, path)
+    nodes = {name: _node_attrs(name, node, path) for name, node in doc.nodes.items()}
+    lines = {name: node.line for name, node in doc.nodes.items()}
+    # The contract first: what follows reads child graphs, bodies and ids as their types.
+    check_nodes(nodes, path, DotFormatError, lines)
     G = nx.DiGraph()
     owners: dict[int, str] = {}  # graph id -> key of the node that owns it
     for name, node in doc.nodes.items():
-        attrs = _node_attrs(name, node, path)
+        attrs = nodes[name]
         if node.subgraph is not None:
             cluster = _CLUSTER.match(node.subgraph)
             if cluster and int(cluster.group(1)) != attrs["graph_id"]:
@@ -466,17 +496,19 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                 path, f"edge {edge.source} -> {edge.target} joins two graphs", edge.line
             )
         if "gs_attrs" in edge.attrs:
-            try:
-                edge_attrs = json.loads(_gs_value(edge.attrs["gs_attrs"]))
-            except ValueError:
-                edge_attrs = None
+            edge_attrs = _gs_json(edge.attrs["gs_attrs"], path, "edge gs_attrs", edge.line)
             if not isinstance(edge_attrs, dict):
                 raise DotFormatError(path, "edge gs_attrs is not a JSON object", edge.line)
         else:
-            edge_attrs = {_snake(k): _value(v) for k, v in edge.attrs.items()}
+            try:
+                edge_attrs = {_snake(k): _value(v) for k, v in edge.attrs.items()}
+            except _CellError as exc:
+                where = f"edge {edge.source} -> {edge.target}"
+                raise DotFormatError(path, f"{where}: {exc}", edge.line) from None
         G.add_edge(edge.source, edge.target, **edge_attrs)
+    present = {d["graph_id"] for _, d in G.nodes(data=True)}
     for gid, owner in owners.items():
-        if not any(d["graph_id"] == gid for _, d in G.nodes(data=True)):
+        if gid not in present:
             # An empty body graph prints as an empty cluster: nothing to attach; keep the ref.
             G.nodes[owner].setdefault("empty_graphs", []).append(gid)
     roots = sorted({d["graph_id"] for _, d in G.nodes(data=True) if d["parent"] is None})
@@ -484,6 +516,7 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
     G.graph.setdefault("schema_version", SCHEMA_VERSION)
     G.graph.setdefault("root_graph_ids", roots)
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
+    check_structure(G, path, DotFormatError)
     return G
 
 
@@ -491,10 +524,7 @@ def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]
     """The graph metadata graphscope's DOT writer keeps in ``gs_graph`` (none elsewhere)."""
     if "gs_graph" not in doc.attrs:
         return {}
-    try:
-        meta = json.loads(_gs_value(doc.attrs["gs_graph"]))
-    except ValueError:
-        raise DotFormatError(path, "gs_graph is not valid JSON") from None
+    meta = _gs_json(doc.attrs["gs_graph"], path, "gs_graph", None)
     if not isinstance(meta, dict):
         raise DotFormatError(path, "gs_graph is not a JSON object")
     return meta
@@ -515,6 +545,7 @@ def _empty_graph(doc: DotDocument, path: str | Path | None) -> nx.DiGraph:
     G.graph.setdefault("schema_version", SCHEMA_VERSION)
     G.graph.setdefault("root_graph_ids", [int(clusters[0].group(1))] if clusters else [])
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
+    check_structure(G, path, DotFormatError)
     return G
 
 

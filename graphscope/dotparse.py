@@ -84,9 +84,18 @@ def _unquote(text: str) -> str:
 # Fast paths for the two statements that make up nearly all of a graph dump, a node with an
 # attribute list and a single edge. Anything else (and any statement these do not match in
 # full) goes through the token-by-token parser below, which also produces the errors.
-_ID = r'"[^"\\]*(?:\\.[^"\\]*)*"|[A-Za-z_][A-Za-z_0-9]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)'
+#
+# They must not backtrack without bound: an attribute list such as ``[a=bcd=efg=hij ...`` can
+# be split into pairs in exponentially many ways. So every ID ends where the tokenizer's would
+# (the lookaheads: an identifier or a number is never cut short), whitespace is taken in one
+# place only, and each statement then has one reading, found or refused in linear time.
+_ID = (
+    r'"[^"\\]*(?:\\.[^"\\]*)*"'
+    r"|[A-Za-z_][A-Za-z_0-9]*(?![A-Za-z_0-9\x80-\U0010ffff])"
+    r"|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?![0-9.])"
+)
 _SKIP = re.compile(r"(?:\s+|//[^\n]*|/\*.*?\*/)*", re.DOTALL)
-_ATTRS = rf"\[((?:\s*(?:{_ID})\s*=\s*(?:{_ID})\s*[,;]?)*)\s*\]"
+_ATTRS = rf"\[\s*((?:(?:{_ID})\s*=\s*(?:{_ID})\s*(?:[,;]\s*)?)*)\]"
 _FAST_NODE = re.compile(rf"({_ID})\s*{_ATTRS}\s*;?")
 _FAST_EDGE = re.compile(rf"({_ID})\s*->\s*({_ID})(?!\s*[-:])\s*(?:{_ATTRS})?\s*;?")
 _ATTR_PAIR = re.compile(rf"({_ID})\s*=\s*({_ID})")

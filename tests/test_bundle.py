@@ -103,14 +103,17 @@ def test_sections_are_stored_apart_keyed_by_node(samples: Path) -> None:
     assert len(doc["kernel_names"]) == len({k["name"] for k in kernels})
 
 
-def test_section_values_that_are_not_objects_round_trip(samples: Path, tmp_path: Path) -> None:
+def test_section_values_stored_wrapped_read_back(samples: Path, tmp_path: Path) -> None:
     G = graphscope.load(samples / "dot" / "torch-ops" / "flags-none.dot")
     first, second = list(G)[:2]
     G.nodes[first]["attribution"] = {"value": 3}
-    G.nodes[second]["attribution"] = "model.lm_head"
     H = graphscope.load(graphscope.save(G, tmp_path / "g.json"))
     assert H.nodes[first]["attribution"] == {"value": 3}
-    assert H.nodes[second]["attribution"] == "model.lm_head"
+    # A section that is not an object is stored (wrapped), and refused when read: the
+    # contract says what a section holds.
+    G.nodes[second]["attribution"] = "model.lm_head"
+    with pytest.raises(BundleFormatError, match=rf"node {second}: attribution: .* not an object"):
+        graphscope.load(graphscope.save(G, tmp_path / "h.json"))
 
 
 def test_save_is_atomic_and_leaves_no_temporary_files(samples: Path, tmp_path: Path) -> None:

@@ -169,7 +169,7 @@ def test_a_truncated_index_and_a_folder_without_one(tmp_path: Path) -> None:
     index = tmp_path / "pid1" / "recording.json"
     index.parent.mkdir()
     index.write_text((RECORDINGS / "torch-buckets" / "pid505" / "recording.json").read_text()[:500])
-    with pytest.raises(InputError, match="invalid JSON"):
+    with pytest.raises(InputError, match=r"invalid JSON|truncated"):
         load_recording(index)
     with pytest.raises(InputError, match="not a recording folder"):
         load_recordings(tmp_path / "pid1" / "nothing")

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import base64
+import gzip
+import os
 import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import networkx as nx
 import pytest
-from graphscope.app import server
+from graphscope.app import server, sources
 from graphscope.app.sources import (
     FAILED,
     LABEL_CHARS,
@@ -17,6 +24,8 @@ from graphscope.app.sources import (
     sample_files,
     sample_recordings,
 )
+
+import graphscope
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 LLAMA = SAMPLES / "bundles" / "tiny-llama-b1.json.gz"
@@ -172,3 +181,168 @@ def test_an_upload_name_with_a_nul_or_past_the_file_system_limit_still_loads(
     long = registry.add_upload("x" * 5000 + ".dot", contents, tmp_path)
     assert long.error is None and long.graph is not None
     assert len(long.label) < NAME_LIMIT + 20 and long.label.startswith("x")
+
+
+# --- hardening: reads that do not wait for each other, uploads that fail as one line --------
+
+
+def _gated_load(monkeypatch: pytest.MonkeyPatch, slow_name: str) -> threading.Event:
+    """graphscope.load, held on ``slow_name`` until the returned event is set."""
+    release = threading.Event()
+    real = graphscope.load
+
+    def load(path: str | os.PathLike[str], **kwargs: Any) -> nx.DiGraph:
+        if Path(path).name == slow_name:
+            assert release.wait(30)
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(graphscope, "load", load)
+    return release
+
+
+def test_a_slow_read_holds_up_no_other_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow = tmp_path / "slow.dot"
+    shutil.copy(TORCH_OPS, slow)
+    registry = Registry()
+    fast = registry.add_path(LLAMA, str(LLAMA))
+    held = registry.add_path(slow, str(slow))
+    release = _gated_load(monkeypatch, "slow.dot")
+    readers = [threading.Thread(target=registry.load, args=(held.id,)) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    try:
+        start = time.perf_counter()
+        assert registry.load(fast.id).graph is not None  # while slow.dot is being read
+        assert time.perf_counter() - start < 10
+        assert held.graph is None and all(r.is_alive() for r in readers)
+    finally:
+        release.set()
+        for reader in readers:
+            reader.join(30)
+    assert held.graph is not None and held.error is None
+
+
+def test_a_reader_that_raises_anything_fails_as_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(path: str | os.PathLike[str], **kwargs: Any) -> nx.DiGraph:
+        raise RecursionError("maximum recursion depth exceeded\nwhile reading")
+
+    registry = Registry()
+    good = registry.add_path(LLAMA, str(LLAMA))
+    registry.load(good.id)
+    monkeypatch.setattr(graphscope, "load", broken)
+    bad = registry.add_path(TORCH_OPS, str(TORCH_OPS))
+    registry.load(bad.id)
+    assert bad.error is not None and "\n" not in bad.error
+    assert "RecursionError" in bad.error and "bug" in bad.error and str(TORCH_OPS) in bad.error
+    assert bad.label.startswith(FAILED) and good.error is None
+    upload = registry.add_upload("x.dot", _upload(TORCH_OPS.read_bytes()), tmp_path)
+    assert upload.error is not None and upload.error.startswith("x.dot: graphscope failed")
+    assert str(tmp_path) not in upload.error and not list(tmp_path.iterdir())
+
+
+def test_a_gzip_bomb_upload_is_refused_by_the_readers_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sources, "UPLOAD_EXPANDED_LIMIT", 1 << 20)
+    bomb = gzip.compress(b" " * (16 << 20))  # 16 KB that expand to 16 MB
+    assert len(bomb) < 100_000
+    registry = Registry()
+    source = registry.add_upload("bomb.json.gz", _upload(bomb), tmp_path)
+    assert source.error is not None and source.error.startswith("bomb.json.gz: ")
+    assert str(1 << 20) in source.error or f"{1 << 20:,}" in source.error  # the limit, named
+    assert "graphscope serve FILE" in source.error
+    assert source.graph is None and not list(tmp_path.iterdir())  # the file is gone too
+    # The same file from the command line is read with the reader's own, larger, limit.
+    path = tmp_path / "big.json.gz"
+    path.write_bytes(bomb)
+    assert "1048576" not in (registry.load(registry.add_path(path).id).error or "")
+
+
+def test_an_upload_is_decoded_in_steps_and_refused_before_decoding_when_too_big(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[int] = []
+    real = base64.b64decode
+
+    def spy(data: str, validate: bool = False) -> bytes:
+        steps.append(len(data))
+        return real(data, validate=validate)
+
+    monkeypatch.setattr(sources, "_B64_STEP", 4096)
+    monkeypatch.setattr(sources.base64, "b64decode", spy)
+    registry = Registry()
+    payload = TORCH_OPS.read_bytes()
+    good = registry.add_upload("ops.dot", _upload(payload), tmp_path / "up")
+    assert good.error is None and good.graph is not None
+    assert max(steps) == 4096 and sum(steps) == len(base64.b64encode(payload))
+    steps.clear()
+    monkeypatch.setattr(sources, "UPLOAD_LIMIT", len(payload) - 1)
+    big = registry.add_upload("ops.dot", _upload(payload), tmp_path / "up")
+    assert big.error is not None and "upload limit" in big.error
+    assert steps == [] and len(list((tmp_path / "up").iterdir())) == 1  # good's file only
+
+
+@pytest.mark.parametrize(
+    ("filename", "contents", "error"),
+    [
+        (None, _upload(b"digraph {}"), "not a graph file"),
+        (["a.dot"], _upload(b"digraph {}"), "not a graph file"),
+        ("a.dot", None, "arrived damaged"),
+        ("a.dot", ["data:;base64,AAAA"], "arrived damaged"),
+        ("a.dot", "no comma at all", "arrived damaged"),
+        ("a.dot", "data:;base64,@@@@", "arrived damaged"),
+        ("a.dot", "data:;base64," + "QUFB" * 5000 + "é", "arrived damaged"),
+        ("a.dot", "data:;base64,QUFBQ", "arrived damaged"),
+        ("a.dot", "data:;base64,", "empty"),
+    ],
+)
+def test_whatever_an_upload_sends_it_is_listed_with_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, filename: object, contents: object, error: str
+) -> None:
+    monkeypatch.setattr(sources, "_B64_STEP", 4096)  # the bad character comes in a later step
+    registry = Registry()
+    source = registry.add_upload(filename, contents, tmp_path)
+    assert source.error is not None and error in source.error and "\n" not in source.error
+    assert source.label.startswith(FAILED) and source.id in registry.sources
+    assert not list(tmp_path.iterdir())  # nothing left on disk
+
+
+def test_an_upload_that_cannot_be_stored_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "not-a-folder"
+    folder.write_text("a file where the upload folder should be")
+    source = Registry().add_upload("a.dot", _upload(TORCH_OPS.read_bytes()), folder)
+    assert source.error is not None and source.error.startswith("a.dot: cannot store the upload")
+
+
+def test_sources_added_from_many_threads_get_distinct_ids(tmp_path: Path) -> None:
+    registry = _samples_as_the_server_adds_them()
+    stop = threading.Event()
+    seen: list[BaseException] = []
+
+    def lister() -> None:  # as the page's file list does, on another request's thread
+        try:
+            while not stop.is_set():
+                [s.label for s in registry.sources.values()]
+        except BaseException as exc:
+            seen.append(exc)
+
+    watcher = threading.Thread(target=lister)
+    watcher.start()
+    contents = _upload(TORCH_OPS.read_bytes())
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            added = list(
+                pool.map(lambda i: registry.add_upload(f"{i}.dot", contents, tmp_path), range(16))
+            )
+    finally:
+        stop.set()
+        watcher.join()
+    assert seen == []
+    assert len({s.id for s in added}) == 16 and all(s.graph is not None for s in added)
+    assert all(registry.sources[s.id] is s for s in added)
+    labels = _labels(registry)
+    assert len(set(labels)) == len(labels)

@@ -11,8 +11,6 @@ mangled names through each node's ``demangled`` name.
 from __future__ import annotations
 
 import copy
-import gzip
-import json
 import os
 import re
 from pathlib import Path
@@ -20,8 +18,17 @@ from typing import Any
 
 import networkx as nx
 
+from ..contract import (
+    EAGER_TRACE,
+    MAX_BYTES,
+    TORCH_EVENT,
+    check,
+    check_each,
+    parse_json,
+    read_limited,
+)
 from ..errors import InputError
-from .eager import COPY_KINDS, eager_summary, encode_eager_trace, join_eager
+from .eager import COPY_KINDS, attach_eager, encode_eager_trace
 
 _API = {"cuda_runtime": "runtime", "cuda_driver": "driver"}
 _GPU = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -30,27 +37,34 @@ _COPY_NAME = re.compile(r"Memcpy (\w+)")
 
 
 def read_torch_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The ``traceEvents`` of a Chrome trace written by ``torch.profiler`` (.json or .json.gz)."""
+    """The ``traceEvents`` of a Chrome trace written by ``torch.profiler`` (.json or .json.gz).
+
+    The events graphscope reads (CUDA calls and GPU work) are checked against
+    ``contract.TORCH_EVENT``; the others are passed over.
+    """
     where = Path(path)
+    raw = read_limited(where, MAX_BYTES, hint=" for a profiler trace")
     try:
-        raw = where.read_bytes()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        doc = json.loads(raw)
-    except FileNotFoundError:
-        raise InputError(where, "no such file") from None
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(where, f"not a Chrome trace JSON ({exc})") from None
+        doc = parse_json(raw, where, InputError, "trace")
+    except InputError as exc:
+        raise InputError(where, f"not a Chrome trace JSON ({exc.message})", exc.line) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise InputError(where, 'not a Chrome trace: no "traceEvents" list')
-    if not any(isinstance(e, dict) and e.get("cat") in _GPU for e in events):
+    read = [(i, e) for i, e in enumerate(events) if type(e) is dict and _is_read(e)]
+    if not any(e["cat"] in _GPU for _, e in read):
         raise InputError(
             where,
             "holds no GPU kernels, copies or memsets: profile the step with "
             "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]",
         )
+    check_each([e for _, e in read], TORCH_EVENT, where, lambda n: f"traceEvents[{read[n][0]}]")
     return [e for e in events if isinstance(e, dict)]
+
+
+def _is_read(event: dict[str, Any]) -> bool:
+    cat = event.get("cat")
+    return event.get("ph") == "X" and type(cat) is str and (cat in _API or cat in _GPU)
 
 
 def records_from_torch_trace(
@@ -60,6 +74,7 @@ def records_from_torch_trace(
 ) -> list[dict[str, Any]]:
     """CUPTI-like records (as ``encode_eager_trace`` takes them) from Kineto's events.
 
+    The events are as ``read_torch_trace`` returns them: checked against the contract.
     ``mangled`` maps a demangled kernel name to the name the graph records. Kineto's "shared
     memory" is dynamic plus static (a real trace gave 528 for a kernel with 512 dynamic and 16
     static bytes); ``static_shared`` (mangled name -> static bytes) takes the static part off.
@@ -68,9 +83,9 @@ def records_from_torch_trace(
     static = static_shared or {}
     records = []
     for e in events:
-        cat, args = e.get("cat"), e.get("args") or {}
-        if e.get("ph") != "X" or (cat not in _API and cat not in _GPU):
+        if not _is_read(e):
             continue
+        cat, args = e["cat"], e.get("args") or {}
         correlation = args.get("correlation")
         if not isinstance(correlation, int) or correlation <= 0:
             continue
@@ -86,9 +101,9 @@ def records_from_torch_trace(
             record.update(kind=_GPU[cat], stream_id=args.get("stream"))
             if cat == "kernel":
                 grid, block = args.get("grid") or [None] * 3, args.get("block") or [None] * 3
-                name = names.get(e.get("name", ""), e.get("name"))
+                name = names.get(e["name"], e["name"])
                 shared = args.get("shared memory")
-                if isinstance(shared, int) and name in static:
+                if isinstance(shared, int) and static.get(name, shared + 1) <= shared:
                     shared -= static[name]
                 record.update(
                     name=name,
@@ -125,14 +140,10 @@ def with_torch_trace(G: nx.DiGraph, path: str | os.PathLike[str]) -> nx.DiGraph:
         if d.get("type") == "KERNEL" and isinstance(d.get("static_shared_mem"), int)
     }
     trace = encode_eager_trace(records_from_torch_trace(events, mangled, static))
+    # The events passed the contract; the trace made of them must too (times relative to
+    # the first call, for one), before it is joined and stored.
+    check(trace, EAGER_TRACE, Path(path), "eager trace")
     H = copy.deepcopy(G)
-    joined = join_eager(H, trace)
-    for key in H:
-        H.nodes[key].pop("eager", None)
-    for key, entry in joined.nodes.items():
-        H.nodes[key]["eager"] = entry
-    H.graph["eager_trace"] = trace
-    H.graph["eager_summary"] = eager_summary(trace)
-    H.graph["parity"] = joined.parity
+    attach_eager(H, trace)
     H.graph["eager_source"] = {"format": "torch-profiler", "file": Path(path).name}
     return H
