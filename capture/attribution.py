@@ -16,14 +16,14 @@ import warnings
 import weakref
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any
+from typing import Any, TypedDict
 
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
 from .callbacks import subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
-from .sites import Frames, tensor_inputs
+from .sites import Frames, TensorInput, tensor_inputs
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _MODELS = str((Path(_HERE) / "models.py").resolve())
@@ -77,14 +77,28 @@ def _stack(frame: FrameType | None) -> list[FrameType]:
     return frames
 
 
+class _Label(TypedDict):
+    module: str | None  # the innermost module running (see Attribution)
+    op: str | None  # the aten op running: "aten::mm"
+    file: str | None  # the user's line that was running (innermost frame outside torch)
+    line: int | None
+    function: str | None
+
+
+class Label(_Label, total=False):
+    """What was running when a node was created (a node's ``attribution``)."""
+
+    compiled: dict[str, str]  # what Inductor's generated code says the kernel call fuses
+
+
 class Attribution:
     """While active, records a label per created node; keyed by CUPTI's packed node id.
 
-    ``labels[(graph_id << 32) | local_id]`` is ``{"module", "op", "file", "line",
-    "function"}``: ``module`` is the ``named_modules()`` path of the innermost module running
-    (``""`` for the model itself, None when no module ran: code of the step around the model),
-    and ``compiled`` what Inductor's generated code says a kernel call fuses.
-    ``failure`` is set when an aten op raised.
+    ``labels[(graph_id << 32) | local_id]`` is a :class:`Label`: its ``module`` is the
+    ``named_modules()`` path of the innermost module running (``""`` for the model itself,
+    None when no module ran: code of the step around the model), and ``compiled`` what
+    Inductor's generated code says a kernel call fuses. ``failure`` is set when an aten op
+    raised.
 
     Without a ``model``, paths are named from the outermost module that runs while active:
     what ``graphscope record`` does, knowing nothing of the program. ``root_inputs`` then holds
@@ -97,9 +111,9 @@ class Attribution:
         self._fixed_model = model is not None
         self.modules: list[str] = []
         self.op: str | None = None
-        self.labels: dict[int, dict[str, Any]] = {}
+        self.labels: dict[int, Label] = {}
         self.failure: FailureSite | None = None
-        self.root_inputs: list[dict[str, Any]] | None = None
+        self.root_inputs: list[TensorInput] | None = None
         # The outermost modules seen running, by id: their parameters name pointers while
         # they live (weak: graphscope keeps no model alive).
         self.roots: dict[int, weakref.ref[Any]] = {}
@@ -144,7 +158,7 @@ class Attribution:
     def label(self, packed: int, frame: FrameType | None) -> None:
         """Label node ``packed`` (CUPTI's graph node id) with what runs at ``frame`` now."""
         user = self.frames.user_frame(frame)
-        label: dict[str, Any] = {
+        label: Label = {
             "module": self.modules[-1] if self.modules else None,
             "op": self.op,
             "file": user.f_code.co_filename if user is not None else None,
@@ -262,7 +276,7 @@ def _op_tracker(attribution: Attribution) -> Any:
     """A TorchDispatchMode that keeps ``attribution.op`` set to the running aten op."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    class OpTracker(TorchDispatchMode):  # type: ignore[misc]
+    class OpTracker(TorchDispatchMode):  # type: ignore[misc]  # torch is untyped here: Any
         @classmethod
         def ignore_compile_internals(cls) -> bool:
             # While a dispatch mode without this is active, torch.compile runs every compiled

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import json
 import os
 import shlex
@@ -423,9 +424,7 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
 
     # Conditional nodes: IF with an else branch, WHILE, SWITCH; each body gets real work.
     for kind, size in (("If", 2), ("While", 1), ("Switch", 3)):
-        made = b.attempt(
-            f"conditional {kind}", lambda k=kind, s=size, c=chain: b.conditional(c, k, s)
-        )
+        made = b.attempt(f"conditional {kind}", functools.partial(b.conditional, chain, kind, size))
         if made is None:
             continue
         node, bodies = made
@@ -433,19 +432,20 @@ def build_explicit(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
             if i % 2 == 0:
                 b.attempt(
                     f"{kind} body {i}: kernel",
-                    lambda g=body: b.kernel(
+                    functools.partial(
+                        b.kernel,
                         [],
                         "graphscope_scale<float>",
                         scale_args(dev.data_ptr()),
                         (n // 512, 1, 1),
                         (512, 1, 1),
-                        graph=g,
+                        graph=body,
                     ),
                 )
             else:
                 b.attempt(
                     f"{kind} body {i}: memset",
-                    lambda g=body: b.memset([], dev2.data_ptr(), 0, 4, 64, graph=g),
+                    functools.partial(b.memset, [], dev2.data_ptr(), 0, 4, 64, graph=body),
                 )
         chain = [node]
     d2h = b.attempt(
@@ -503,16 +503,15 @@ def build_stream_capture(kernels: Kernels, torch: Any) -> tuple[Any, Builder]:
         args = [ctypes.c_void_p(dev.data_ptr()), ctypes.c_float(0.5), ctypes.c_int(n)]
         array = (ctypes.c_void_p * 3)(*[ctypes.addressof(a) for a in args])
         b._keep += [args, array]
+
+        def launch(on: Any) -> Any:
+            return check(
+                drv.cuLaunchKernel(f, n // 256, 1, 1, 256, 1, 1, 0, on, ctypes.addressof(array), 0)
+            )
+
         for stream in (s1, s2):
             ds = drv.CUstream(init_value=int(stream))
-            b.attempt(
-                "capture: kernel",
-                lambda s=ds: check(
-                    drv.cuLaunchKernel(
-                        f, n // 256, 1, 1, 256, 1, 1, 0, s, ctypes.addressof(array), 0
-                    )
-                ),
-            )
+            b.attempt("capture: kernel", functools.partial(launch, ds))
         b.attempt("capture: memset", lambda: check(rt.cudaMemsetAsync(dev.data_ptr(), 0, 512, s2)))
         b.attempt(
             "capture: join",

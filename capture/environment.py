@@ -6,16 +6,25 @@ import datetime
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, TypedDict
 
 import graphscope
 
 from ._cuda import check, driver
 
 
-def versions() -> dict[str, Any]:
+class DeviceInfo(TypedDict):
+    """The GPU and the CUDA versions, as a bundle's metadata records them."""
+
+    device: str  # torch's name for the GPU: "NVIDIA H200"
+    driver: str | None  # the driver's version, from nvidia-smi: "580.159.04"
+    cuda_driver_api: int  # cuDriverGetVersion: 13000 for CUDA 13.0
+    cuda: str | None  # the CUDA torch was built with: "13.0"
+
+
+def versions() -> dict[str, str | None]:
     """Python, torch, CUDA binding, CUPTI, transformers, networkx and graphscope versions."""
-    out: dict[str, Any] = {"python": platform.python_version()}
+    out: dict[str, str | None] = {"python": platform.python_version()}
     for dist in ("torch", "cuda-bindings", "cupti-python", "transformers", "networkx"):
         try:
             out[dist] = version(dist)
@@ -30,7 +39,7 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def nvidia_smi() -> dict[str, Any]:
+def nvidia_smi() -> dict[str, str | None]:
     """The GPU's name and driver version from nvidia-smi, which initialises no CUDA context
     in this process (None each where it cannot be run)."""
     try:
@@ -47,13 +56,11 @@ def nvidia_smi() -> dict[str, Any]:
     return {"device": name, "driver": driver_version}
 
 
-def device_info(torch: Any) -> dict[str, Any]:
+def device_info(torch: Any) -> DeviceInfo:
     """GPU name, driver version and CUDA versions, as the bundle's metadata records them."""
-    info: dict[str, Any] = {
+    return {
         "device": torch.cuda.get_device_name(),
         "driver": nvidia_smi()["driver"],
+        "cuda_driver_api": check(driver().cuDriverGetVersion(), "cuDriverGetVersion"),
+        "cuda": torch.version.cuda,
     }
-    api = check(driver().cuDriverGetVersion(), "cuDriverGetVersion")
-    info["cuda_driver_api"] = api
-    info["cuda"] = torch.version.cuda
-    return info

@@ -129,7 +129,9 @@ def user_site(frames: Iterable[FrameType], skip: Iterable[str]) -> FailureSite:
     )
 
 
-def innermost_module(frames: Iterable[FrameType], name_of: Callable[[Any], str | None]) -> Any:
+def innermost_module(
+    frames: Iterable[FrameType], name_of: Callable[[Any], str | None]
+) -> str | None:
     """The path of the innermost frame whose ``self`` ``name_of`` knows, or None."""
     found = None
     for frame in frames:

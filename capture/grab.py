@@ -16,7 +16,7 @@ import gc
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
@@ -28,6 +28,9 @@ from . import introspect
 from ._cuda import check, driver
 from .introspect import RawArgument
 from .pointers import PointerMap
+
+if TYPE_CHECKING:
+    from .attribution import Label
 
 
 @dataclass
@@ -130,7 +133,7 @@ def read_graph(
     return build(snap, dot_path, pointers), snap.seconds
 
 
-def attach_labels(G: nx.DiGraph, labels: dict[int, dict[str, Any]]) -> int:
+def attach_labels(G: nx.DiGraph, labels: dict[int, Label]) -> int:
     """Put each attribution label on its node (keys are CUPTI's packed node ids); how many."""
     labelled = 0
     for packed, label in labels.items():

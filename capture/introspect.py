@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphscope.errors import CaptureError
+
 from ._cuda import check, cupti, driver
 
 _NODE_TYPE_PREFIX = "CU_GRAPH_NODE_TYPE_"
@@ -29,7 +31,7 @@ def _ptr(value: Any) -> int:
 
 def node_type(node: Any) -> str:
     kind = check(driver().cuGraphNodeGetType(node), "cuGraphNodeGetType")
-    name = kind.name
+    name: str = kind.name
     return name[len(_NODE_TYPE_PREFIX) :] if name.startswith(_NODE_TYPE_PREFIX) else name
 
 
@@ -234,7 +236,7 @@ class KernelReader:
         if base:
             slots = (ctypes.c_void_p * len(layout)).from_address(base)
             return [
-                (o, s, ctypes.string_at(slots[i], s) if slots[i] else None)
+                (o, s, ctypes.string_at(slot, s) if (slot := slots[i]) else None)
                 for i, (o, s) in enumerate(layout)
             ]
         extra = _ptr(params.extra)
@@ -283,3 +285,23 @@ def arguments(raw: list[RawArgument]) -> list[dict[str, Any]]:
 def root_nodes(graph: Any) -> list[tuple[int, Any]]:
     """(local_id, node) for the nodes of ``graph`` itself."""
     return [(node_ids(n)[1], n) for n in graph_nodes(graph)]
+
+
+def graph_handle(graph: Any, name: str) -> int:
+    """The ``CUgraph`` value of a keep_graph ``torch.cuda.CUDAGraph`` or of a raw handle
+    (a ``cudaGraph_t``/``CUgraph`` or its integer value); ``name`` says which in errors."""
+    if hasattr(graph, "raw_cuda_graph"):
+        try:
+            return int(graph.raw_cuda_graph())
+        except RuntimeError as exc:
+            raise CaptureError(
+                f"{name}: torch cannot give this CUDAGraph's graph ({exc}); capture it with "
+                "torch.cuda.CUDAGraph(keep_graph=True)"
+            ) from None
+    try:
+        return int(graph)
+    except TypeError:
+        raise CaptureError(
+            f"{name}: expected a torch.cuda.CUDAGraph or a cudaGraph_t handle, "
+            f"got {type(graph).__name__}"
+        ) from None

@@ -52,8 +52,10 @@ def _tiny_gpt_module(
 ) -> Any:
     nn = torch.nn
     functional = torch.nn.functional
+    # torch is imported lazily, so mypy has no types for it: the modules below subclass Any.
+    Module: Any = nn.Module
 
-    class Attention(nn.Module):
+    class Attention(Module):  # type: ignore[misc]  # Module is Any, see above
         def __init__(self) -> None:
             super().__init__()
             self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
@@ -73,7 +75,7 @@ def _tiny_gpt_module(
             )
             return self.proj(y.transpose(1, 2).reshape(b, t, hidden))
 
-    class Block(nn.Module):
+    class Block(Module):  # type: ignore[misc]  # Module is Any, see above
         def __init__(self) -> None:
             super().__init__()
             self.ln_1 = nn.LayerNorm(hidden)
@@ -87,7 +89,7 @@ def _tiny_gpt_module(
             x = x + self.attn(self.ln_1(x), pos, mask)
             return x + self.mlp(self.ln_2(x))
 
-    class ParallelBlock(nn.Module):
+    class ParallelBlock(Module):  # type: ignore[misc]  # Module is Any, see above
         """GPT-J's parallel residual, with the MLP on a second stream beside attention."""
 
         def __init__(self) -> None:
@@ -110,7 +112,7 @@ def _tiny_gpt_module(
             m.record_stream(main)  # allocated on the side stream, used on this one
             return x + a + m
 
-    class TinyGPT(nn.Module):
+    class TinyGPT(Module):  # type: ignore[misc]  # Module is Any, see above
         def __init__(self) -> None:
             super().__init__()
             self.wte = nn.Embedding(vocab, hidden)
@@ -402,7 +404,7 @@ def resolve(spec: str) -> Callable[[int], Step]:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise CaptureError(f"cannot import {module_name!r} for --model {spec}: {exc}") from None
-    factory = getattr(module, attr, None)
+    factory: Callable[[int], Step] | None = getattr(module, attr, None)
     if not callable(factory):
         raise CaptureError(f"{module_name} has no callable {attr!r} for --model {spec}")
-    return factory  # type: ignore[no-any-return]
+    return factory

@@ -7,7 +7,7 @@ import gc
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 
 @dataclass
@@ -17,6 +17,23 @@ class Region:
     start: int  # first byte
     end: int  # one past the last byte
     name: str  # "input:tokens", "param:blocks.0.attn.qkv.weight", "segment 3", ...
+
+
+class Place(TypedDict, total=False):
+    """Where an address points: into an allocator segment, a named buffer, or both."""
+
+    segment: str  # the segment's name: "segment 3 (large)"
+    segment_offset: int  # bytes from the segment's start
+    buffer: str  # the buffer's name: "input:tokens", "param:lm_head.weight"
+    buffer_offset: int  # bytes from the buffer's start
+
+
+class Pointer(Place):
+    """A word of a kernel's arguments that points into known memory (a node's ``pointers``)."""
+
+    arg: int  # which argument
+    offset: int  # the word's offset in that argument, in bytes
+    address: int
 
 
 class PointerMap:
@@ -40,13 +57,13 @@ class PointerMap:
             return regions[i]
         return None
 
-    def resolve(self, address: int) -> dict[str, Any] | None:
+    def resolve(self, address: int) -> Place | None:
         """Where ``address`` points, or None if no known allocation holds it."""
         segment = self._find(self._segment_starts, self._segments, address)
         buffer = self._find(self._buffer_starts, self._buffers, address)
         if segment is None and buffer is None:
             return None
-        out: dict[str, Any] = {}
+        out: Place = {}
         if segment is not None:
             out["segment"] = segment.name
             out["segment_offset"] = address - segment.start
@@ -55,12 +72,12 @@ class PointerMap:
             out["buffer_offset"] = address - buffer.start
         return out
 
-    def scan(self, args: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def scan(self, args: list[dict[str, Any]]) -> list[Pointer]:
         """Every 8-byte word of the arguments (as a bundle stores them) that points into known
         memory; see ``scan_raw``."""
         return self.scan_raw([bytes.fromhex(arg.get("value", "")) for arg in args])
 
-    def scan_raw(self, args: list[bytes | None]) -> list[dict[str, Any]]:
+    def scan_raw(self, args: list[bytes | None]) -> list[Pointer]:
         """Every 8-byte word of each argument's bytes that points into known memory.
 
         Most device pointers of PyTorch kernels sit inside struct arguments (TensorInfo,
@@ -68,11 +85,11 @@ class PointerMap:
         outside the span of all known memory are dropped before any lookup.
         """
         low, high = self._low, self._high
-        found = []
+        found: list[Pointer] = []
         for index, raw in enumerate(args):
-            words = len(raw) // 8 if raw else 0
-            if not words:
+            if raw is None or len(raw) < 8:
                 continue
+            words = len(raw) // 8
             for slot, address in enumerate(struct.unpack_from(f"<{words}Q", raw)):
                 if low <= address < high:
                     where = self.resolve(address)

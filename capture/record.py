@@ -35,10 +35,11 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import graphscope
 from graphscope import recording
@@ -59,6 +60,13 @@ from .pointers import (
 )
 from .sampling import Replays, Schedule, Settings
 from .trace import GPU_KINDS, enable_kinds, start_activities, stop_activities
+
+if TYPE_CHECKING:
+    import logging
+
+    import networkx as nx
+
+    from .attribution import Attribution, Label
 
 #: Environment variables a recorded program's child processes inherit.
 ENV_OUT = "GRAPHSCOPE_RECORD_OUT"
@@ -95,15 +103,19 @@ _SKIP_LOGGERS = (
 )
 
 
+# An input whose shape changed between two captures from one site ("from" is a keyword).
+ShapeChange = TypedDict("ShapeChange", {"input": int, "from": list[int] | None, "to": list[int]})
+
+
 @dataclass
 class Capture:
     """A stream capture, from its beginning to the graph it made."""
 
     began_ns: int
-    site: dict[str, Any] | None  # the innermost frame outside torch and graphscope
+    site: sites.Site | None  # the innermost frame outside torch and graphscope
     capturer: str
-    program_site: dict[str, Any] | None = None  # the program's own line (not a package's)
-    inputs: list[dict[str, Any]] | None = None  # the non-static tensor inputs
+    program_site: sites.Site | None = None  # the program's own line (not a package's)
+    inputs: list[sites.TensorInput] | None = None  # the non-static tensor inputs
     batch: int | None = None
     function: str | None = None  # Inductor's function id: one compiled function's graphs
     ended_ns: int | None = None
@@ -116,7 +128,11 @@ class Capture:
         Inductor's function id is left out: torch.compile recompiling for new shapes and then
         recording is, to the user, the same call site recording again.
         """
-        where = [(s or {}).get(k) for s in (self.site, self.program_site) for k in ("file", "line")]
+        where = [
+            s.get(k) if s else None
+            for s in (self.site, self.program_site)
+            for k in ("file", "line")
+        ]
         return (self.capturer, *where)
 
 
@@ -134,7 +150,7 @@ class Life:
     dump_s: float | None = None  # of grab_ns: cudaGraphDebugDotPrint
     read_s: float | None = None  # of grab_ns: the driver's read of the nodes
     snapshot: grab.Snapshot | None = None
-    labels: dict[int, dict[str, Any]] = field(default_factory=dict)
+    labels: dict[int, Label] = field(default_factory=dict)
     # The parameters of the modules that ran in its capture, read at instantiation: the
     # bundle is built later, when a program's model may be gone (a main() that returned).
     parameters: list[Region] | None = None
@@ -157,10 +173,10 @@ class Life:
     destroyed_ns: int | None = None
     rerecord_of: str | None = None
     rerecord_reason: str | None = None
-    shape_changes: list[dict[str, Any]] = field(default_factory=list)
+    shape_changes: list[ShapeChange] = field(default_factory=list)
     pool_bytes: int | None = None
     attributed: int | None = None
-    graph: Any = None  # the built networkx graph, kept to rewrite with timing
+    graph: nx.DiGraph | None = None  # the built graph, kept to rewrite with timing
 
 
 class Recorder:
@@ -203,13 +219,13 @@ class Recorder:
         self._index_written_ns = 0
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._handlers: list[tuple[int, int, Any]] = []
-        self._attribution: Any = None
+        self._handlers: list[tuple[int, int, callbacks.Handler]] = []
+        self._attribution: Attribution | None = None
         self._kernels = introspect.KernelReader()
         self._frames: sites.Frames | None = None
         self._torch: Any = None
         self._cuda_graph_type: Any = None
-        self._log_handler: Any = None
+        self._log_handler: logging.Handler | None = None
         self._process: dict[str, Any] = {}
         self._machine: dict[str, Any] | None = None
 
@@ -230,7 +246,7 @@ class Recorder:
         self._process = self._process_info()
         api = cupti()
         res = api.CallbackDomain.RESOURCE
-        handlers: list[tuple[int, int, Any]] = [
+        handlers: list[tuple[int, int, callbacks.Handler]] = [
             (res, api.CallbackIdResource.GRAPHNODE_CREATED, self._node_created),
             (res, api.CallbackIdResource.GRAPHEXEC_CREATE_STARTING, self._exec_starting),
             (res, api.CallbackIdResource.GRAPHEXEC_CREATED, self._exec_created),
@@ -240,13 +256,13 @@ class Recorder:
             (api.CallbackDomain.RUNTIME_API, api.runtime_api_trace_cbid, True),
             (api.CallbackDomain.DRIVER_API, api.driver_api_trace_cbid, False),
         ):
-            for prefixes, handler in (
+            for prefixes, on_call in (
                 (("cudaStreamBeginCapture", "cuStreamBeginCapture"), self._capture_begins),
                 (("cudaStreamEndCapture", "cuStreamEndCapture"), self._capture_ends),
                 (("cudaGraphLaunch", "cuGraphLaunch"), self._launch),
                 (("cudaGraphExecUpdate", "cuGraphExecUpdate"), self._exec_update),
             ):
-                wrapped = self._api_call(handler, runtime)
+                wrapped = self._api_call(on_call, runtime)
                 for cbid in callbacks.callback_ids(enum, prefixes):
                     handlers.append((domain, cbid, wrapped))
         sub = callbacks.subscriber()
@@ -326,7 +342,7 @@ class Recorder:
         node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
         self._attribution.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
 
-    def _api_call(self, handler: Any, runtime: bool) -> Any:
+    def _api_call(self, handler: Callable[[Any, bool], None], runtime: bool) -> callbacks.Handler:
         """``handler(cbdata, exiting)`` for one domain's calls, never twice for one call.
 
         The runtime's ``cudaGraphLaunch`` calls the driver's ``cuGraphLaunch``, and CUPTI
@@ -666,7 +682,9 @@ class Recorder:
             self.notes.append(text)
             self._dirty = True
 
-    def _build(self, life: Life, pointers: Any, segments: list[dict[str, Any]]) -> None:
+    def _build(
+        self, life: Life, pointers: PointerMap | None, segments: list[dict[str, Any]]
+    ) -> None:
         """Turn a snapshot into a bundle on disk: parse the dump, add the driver's read."""
         snap, life.snapshot = life.snapshot, None
         if snap is None or life.dot_tmp is None:
@@ -896,7 +914,7 @@ class Recorder:
             logging.getLogger(name).addHandler(self._log_handler)
 
 
-def _median_us(values: Any) -> float | None:
+def _median_us(values: Iterable[int]) -> float | None:
     ordered = sorted(values)
     return ordered[len(ordered) // 2] / 1e3 if ordered else None
 
@@ -911,15 +929,13 @@ def _process_folder_name(pid: int) -> str:
     return f"rank{rank}-pid{pid}" if rank is not None else f"pid{pid}"
 
 
-def _shape_changes(before: Capture | None, after: Capture) -> list[dict[str, Any]]:
+def _shape_changes(before: Capture | None, after: Capture) -> list[ShapeChange]:
     """The non-static inputs whose shape differs between two captures from one site."""
     if before is None or before.inputs is None or after.inputs is None:
         return []
-    old = {i["input"]: i for i in before.inputs if not i.get("static")}
-    changes = []
+    old = {i["input"]: i for i in before.inputs}  # static inputs are left out of `inputs`
+    changes: list[ShapeChange] = []
     for entry in after.inputs:
-        if entry.get("static"):
-            continue
         was = old.get(entry["input"])
         if was is None or was["shape"] != entry["shape"]:
             changes.append(
@@ -1027,7 +1043,7 @@ def _finish_on_sigterm() -> None:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
             return
 
-        def terminated(signum: int, frame: Any) -> None:
+        def terminated(signum: int, frame: FrameType | None) -> None:
             _finish_at_exit()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTERM)

@@ -29,7 +29,7 @@ import networkx as nx
 
 import graphscope
 from graphscope.analysis.buckets import DEFAULT_BUCKETS, PADDING_RULE
-from graphscope.analysis.eager import eager_summary, encode_eager_trace, join_eager
+from graphscope.analysis.eager import attach_eager, eager_summary, encode_eager_trace
 from graphscope.analysis.replay import replay_timing, summarize_replays
 from graphscope.errors import CaptureError
 from graphscope.io import write_atomic
@@ -38,10 +38,11 @@ from . import failure, grab
 from ._cuda import check, driver, require
 from .attribution import Attribution, library_paths
 from .environment import device_info, now_iso, versions
+from .introspect import graph_handle
 from .models import HF_PREFIX, Step, resolve
 from .pointers import PointerMap, allocated_in, pointer_map
 from .timing import State, timed_eager, timed_replays, traced_run
-from .update import driver_update
+from .update import DriverUpdate, driver_update
 
 Progress = Callable[[str], None]
 # Activity records a traced run may produce: a 64 MB CUPTI buffer holds about 300,000.
@@ -340,12 +341,7 @@ def _capture(
             _, records = traced_run(step.run, sync, state.restore)
             state.restore()
         trace = encode_eager_trace(records)
-        joined = join_eager(G, trace)
-        for key, entry in joined.nodes.items():
-            G.nodes[key]["eager"] = entry
-        G.graph["eager_trace"] = trace
-        G.graph["eager_summary"] = eager_summary(trace)
-        G.graph["parity"] = joined.parity
+        joined = attach_eager(G, trace)
         G.graph["timing"] = {
             **timing,
             "eager_step_us": eager_us,
@@ -425,7 +421,7 @@ def capture_buckets(
             # cuGraphInstantiate on the H200 (a segfault, twice), where two buckets did not.
             say(f"asking the driver whether b{previous[0]}'s executable graph takes b{size}'s")
             try:
-                verdict: dict[str, Any] = driver_update(previous[1], graph)
+                verdict: DriverUpdate | dict[str, str] = driver_update(previous[1], graph)
             except CaptureError as exc:
                 verdict = {"error": str(exc)}
             updates.append({"from": previous[0], "to": size, **verdict})
@@ -462,23 +458,10 @@ def inspect_graph(
     out.mkdir(parents=True, exist_ok=True)
     stem = _stem(name)
     cleanup: list[Callable[[], Any]] = []
+    handle = graph_handle(graph, name)
     if hasattr(graph, "raw_cuda_graph"):
-        try:
-            handle = int(graph.raw_cuda_graph())
-        except RuntimeError as exc:
-            raise CaptureError(
-                f"{name}: torch cannot give this CUDAGraph's graph ({exc}); capture it with "
-                "torch.cuda.CUDAGraph(keep_graph=True)"
-            ) from None
         replay: Callable[[], Any] = graph.replay
     else:
-        try:
-            handle = int(graph)
-        except TypeError:
-            raise CaptureError(
-                f"{name}: expected a torch.cuda.CUDAGraph or a cudaGraph_t handle, "
-                f"got {type(graph).__name__}"
-            ) from None
         exe = check(drv.cuGraphInstantiate(drv.CUgraph(init_value=handle), 0), "cuGraphInstantiate")
         stream = check(drv.cuStreamCreate(0), "cuStreamCreate")
         cleanup += [lambda: drv.cuGraphExecDestroy(exe), lambda: drv.cuStreamDestroy(stream)]

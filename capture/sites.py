@@ -12,8 +12,9 @@ import linecache
 import os
 import re
 import sys
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypedDict
 
 # Who captured a graph, from the files on the stack (by path part), most specific first:
 # Inductor's CUDA graph trees and the engines call torch.cuda.graph themselves.
@@ -31,6 +32,22 @@ _SOURCE_NODES = re.compile(
     r"#\s*(?:Topologically Sorted )?Source Nodes:\s*\[(.*?)\](?:,\s*Original ATen:\s*\[(.*?)\])?"
 )
 _LOOKBACK = 40  # lines searched upwards from a kernel call for that comment
+
+
+class Site(TypedDict):
+    """A line of Python code, as the recording stores a capture's."""
+
+    file: str
+    line: int
+    function: str
+
+
+class TensorInput(TypedDict):
+    """One tensor argument of a captured function, as the recording stores it."""
+
+    input: int  # its position among the arguments
+    shape: list[int]
+    dtype: str  # torch's name for it without the prefix: "float16"
 
 
 class Frames:
@@ -106,7 +123,7 @@ def _source_nodes(filename: str, line: int) -> dict[str, str] | None:
     return None
 
 
-def site(frame: FrameType | None) -> dict[str, Any] | None:
+def site(frame: FrameType | None) -> Site | None:
     """``{"file", "line", "function"}`` of a frame, or None."""
     if frame is None:
         return None
@@ -137,7 +154,7 @@ def caller(depth: int = 1) -> FrameType | None:
         return None
 
 
-def find_local(frame: FrameType | None, name: str, test: Any) -> Any:
+def find_local(frame: FrameType | None, name: str, test: Callable[[Any], bool]) -> Any:
     """The innermost local ``name`` for which ``test(value)`` holds, or None."""
     while frame is not None:
         if name in frame.f_code.co_varnames or name in frame.f_code.co_cellvars:
@@ -148,13 +165,13 @@ def find_local(frame: FrameType | None, name: str, test: Any) -> Any:
     return None
 
 
-def tensor_inputs(values: Any, static: set[int] | None = None) -> list[dict[str, Any]]:
+def tensor_inputs(values: Any, static: set[int] | None = None) -> list[TensorInput]:
     """Index, shape and dtype of each tensor among ``values``, but the ``static`` ones.
 
     Static inputs (parameters and buffers, for torch.compile) keep their shapes from one
     graph to the next and can number thousands; only the others tell graphs apart.
     """
-    out = []
+    out: list[TensorInput] = []
     for index, value in enumerate(values):
         shape = getattr(value, "shape", None)
         if shape is None or not hasattr(value, "dtype") or (static and index in static):
@@ -169,7 +186,7 @@ def tensor_inputs(values: Any, static: set[int] | None = None) -> list[dict[str,
     return out
 
 
-def batch_of(inputs: list[dict[str, Any]]) -> int | None:
+def batch_of(inputs: list[TensorInput]) -> int | None:
     """The batch size inputs' shapes say: dim 0 of the first input that has a dim."""
     for entry in inputs:
         if entry["shape"]:

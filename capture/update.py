@@ -7,7 +7,7 @@ ground truth it is tested against on a GPU.
 from __future__ import annotations
 
 import ctypes
-from typing import Any
+from typing import Any, TypedDict
 
 from graphscope.errors import CaptureError
 from graphscope.model import node_key
@@ -18,25 +18,6 @@ from ._cuda import check, driver
 _RESULT_PREFIX = "CU_GRAPH_EXEC_UPDATE_"
 
 
-def _handle(graph: Any, name: str) -> int:
-    """The ``CUgraph`` value of a keep_graph ``torch.cuda.CUDAGraph`` or of a raw handle."""
-    if hasattr(graph, "raw_cuda_graph"):
-        try:
-            return int(graph.raw_cuda_graph())
-        except RuntimeError as exc:
-            raise CaptureError(
-                f"{name}: torch cannot give this CUDAGraph's graph ({exc}); capture it with "
-                "torch.cuda.CUDAGraph(keep_graph=True)"
-            ) from None
-    try:
-        return int(graph)
-    except TypeError:
-        raise CaptureError(
-            f"{name}: expected a torch.cuda.CUDAGraph or a cudaGraph_t handle, "
-            f"got {type(graph).__name__}"
-        ) from None
-
-
 def _key(node: int) -> str | None:
     if not node:
         return None
@@ -44,17 +25,25 @@ def _key(node: int) -> str | None:
     return node_key(graph_id, local_id)
 
 
-def driver_update(graph_a: Any, graph_b: Any) -> dict[str, Any]:
+class DriverUpdate(TypedDict):
+    """What the driver answered when an executable of graph A was updated with graph B."""
+
+    ok: bool  # whether the update succeeded
+    # The driver's CUgraphExecUpdateResult without its prefix: SUCCESS, ERROR_TOPOLOGY_CHANGED...
+    result: str
+    # The nodes it names, as B's keys (the driver names the node of the graph it was given).
+    error_node: str | None
+    error_from: str | None
+
+
+def driver_update(graph_a: Any, graph_b: Any) -> DriverUpdate:
     """Instantiate A, update the executable with B, and say what the driver answered.
 
-    Returns ``{"ok", "result", "error_node", "error_from"}``: ``result`` is the driver's
-    ``CUgraphExecUpdateResult`` without its prefix (``SUCCESS``, ``ERROR_TOPOLOGY_CHANGED``,
-    ...), the nodes are B's keys (the driver names the node of the graph it was given). The
-    executable is destroyed afterwards; A and B are left as they were.
+    The executable is destroyed afterwards; A and B are left as they were.
     """
     drv = driver()
-    a = drv.CUgraph(init_value=_handle(graph_a, "graph A"))
-    b = drv.CUgraph(init_value=_handle(graph_b, "graph B"))
+    a = drv.CUgraph(init_value=introspect.graph_handle(graph_a, "graph A"))
+    b = drv.CUgraph(init_value=introspect.graph_handle(graph_b, "graph B"))
     exe = check(drv.cuGraphInstantiate(a, 0), "cuGraphInstantiate")
     try:
         code, result, error_node, error_from = _exec_update(int(exe), int(b))

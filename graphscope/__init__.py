@@ -4,7 +4,7 @@
 ``networkx.DiGraph``; ``save(G, path)`` writes a bundle or a readable DOT file.
 """
 
-__version__ = "0.1.0"
+from pathlib import Path
 
 from .errors import (
     BundleFormatError,
@@ -14,6 +14,15 @@ from .errors import (
     InputError,
 )
 from .io import load, save
+from .version import __version__
+
+# A source checkout keeps the dashboard and the GPU side in ../app and ../capture, which an
+# install maps to graphscope.app and graphscope.capture (pyproject's package-dir). Run from the
+# checkout's root without an editable install (``python -m graphscope serve``), Python finds
+# this folder before the installed package; the checkout's root on __path__ lets those import.
+_checkout = Path(__file__).resolve().parent.parent
+if (_checkout / "pyproject.toml").is_file() and (_checkout / "app" / "__init__.py").is_file():
+    __path__.append(str(_checkout))
 
 __all__ = [
     "BundleFormatError",

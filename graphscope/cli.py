@@ -12,14 +12,15 @@ import contextlib
 import faulthandler
 import io
 import json
+import math
 import os
 import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from . import __version__, exports, text
+from . import exports, text
 from .analysis.buckets import DEFAULT_BUCKETS, bucket_report, read_distribution
 from .analysis.diff import diff
 from .analysis.findings import findings
@@ -28,7 +29,8 @@ from .analysis.report import step_report
 from .analysis.summary import summarize
 from .analysis.torch_trace import with_torch_trace
 from .errors import GraphscopeError, InputError
-from .io import detect_format, load, save, write_atomic
+from .io import detect_format, load, save
+from .output import refuse_inputs, write_atomic
 from .recording import (
     DEFAULT_EVERY_S,
     DEFAULT_FIRST,
@@ -38,107 +40,16 @@ from .recording import (
     load_recordings,
     process_label,
 )
+from .version import __version__
 
 
-def _dims(d: Any) -> str:
-    return "x".join(str(x) for x in d) if isinstance(d, list) else "?"
-
-
-def _us(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.1f} us"
-
-
-def _num(mapping: Any, key: str) -> float | None:
-    value = mapping.get(key) if isinstance(mapping, dict) else None
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def _render_timing(s: dict[str, Any], w: Any) -> None:
-    """Eager step against graph replay, parity and attribution, where the bundle has them."""
-    timing = s.get("timing") or {}
-    eager, replay = _num(timing, "eager_step_us"), _num(timing, "replay_wall_us")
-    if eager is not None:
-        issue = _num(timing, "eager_cpu_us")
-        w(f"  eager step: {_us(eager)}" + (f" (CPU issues it in {_us(issue)})" if issue else ""))
-        traced = s.get("eager") or {}
-        idle = _num(traced, "gpu_idle_pct")
-        if idle is not None:
-            w(f"; traced, the GPU idles {idle:.0f}% of its span")
-        w("\n")
-    if replay is not None:
-        launch = _num(timing, "cpu_launch_us")
-        w(f"  graph replay: {_us(replay)}")
-        if launch is not None:
-            w(f" (CPU launch {_us(launch)})")
-        if eager:
-            w(f"; {eager / replay:.1f}x faster than eager")
-        w("\n")
-    elif _num(timing, "replay_us") is not None:
-        w(f"  graph replay: {_us(_num(timing, 'replay_us'))}\n")
-    parity = s.get("parity")
-    if parity:
-        if parity["ok"]:
-            w(f"  parity: eager and graph run the same {parity['matched']} GPU ops\n")
-        else:
-            diffs = parity["differences"]
-            w(f"  parity: {len(diffs)} differences between the eager step and the graph\n")
-            for line in diffs[:10]:
-                w(f"    {line}\n")
-            if len(diffs) > 10:
-                w(f"    ... {len(diffs) - 10} more (--json for all)\n")
-    if s.get("attributed_nodes"):
-        w(
-            f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes labelled, "
-            f"{s['attributed_with_module']} inside a module, {s['attributed_with_op']} with an "
-            "aten op\n"
-        )
-
-
-def render_summary(path: str, s: dict[str, Any], out: TextIO, top: int = 25) -> None:
-    """Print an ``inspect`` summary for a person at a terminal."""
-    kind = {"dot": "DOT", "bundle": "graphscope bundle"}.get(s.get("format", ""), "?")
-    w = out.write
-    w(f"{path}  ({kind})\n")
-    w(
-        f"  nodes {s['nodes']}   edges {s['edges']}   graphs {len(s['graphs'])}"
-        f"   depth {s['depth']}   widest level {s['widest_level']}\n"
-    )
-    if not s["nodes"]:
-        w("  an empty graph: no nodes (torch.compile's CUDA graph trees make one first)\n")
-        return
-    w("  types  " + "  ".join(f"{t} {n}" for t, n in s["types"].items()) + "\n")
-    nested = [g for g in s["graphs"] if g["parent"] is not None]
-    if nested:
-        w(f"  nested graphs ({len(nested)}):\n")
-        for g in nested:
-            w(f"    graph_{g['graph_id']}  in {g['parent']}  {g['nodes']} nodes\n")
-    if s["timed_nodes"]:
-        w(
-            f"  replay: {s['timed_nodes']} nodes timed, node times add up to "
-            f"{_us(s['replay_node_time_us'])}\n"
-        )
-    _render_timing(s, w)
-    kernels = s["kernels"]
-    if not kernels:
-        return
-    order = "replay time" if s["timed_nodes"] else "count"
-    w(f"  kernels: {len(kernels)} distinct, by {order}\n")
-    w(f"    {'count':>5}  {'replay':>9}  {'grid':>10} {'block':>10} {'smem':>6}  name\n")
-    for k in kernels[:top]:
-        configs = k["launch_configs"]
-        first = configs[0] if configs else None
-        grid = _dims(first["grid"]) if first else "-"
-        block = _dims(first["block"]) if first else "-"
-        smem = str(first["shared_mem"]) if first else "-"
-        more = f"  (+{len(configs) - 1} configs)" if len(configs) > 1 else ""
-        w(
-            f"    {k['count']:>5}  {_us(k['replay_us']):>9}  {grid:>10} {block:>10} {smem:>6}"
-            f"  {k['short_name']}{more}\n"
-        )
-    if len(kernels) > top:
-        w(f"    ... {len(kernels) - top} more (--top N, or --json for all)\n")
+def _budget_bytes(mib: float | None) -> int | None:
+    """``--budget-mib`` as bytes; -1 for a value that is no size in MiB."""
+    if mib is None:
+        return None
+    if not math.isfinite(mib) or mib <= 0 or mib > 2**43:  # 8 EiB: more than any GPU holds
+        return -1
+    return int(mib * 2**20)
 
 
 def _error(message: str) -> None:
@@ -180,7 +91,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if args.json:
             results.append({"file": path, **summary})
         else:
-            render_summary(path, summary, sys.stdout, top=args.top)
+            text.render_summary(path, summary, sys.stdout.write, top=args.top)
             text.render_findings(summary["findings"], sys.stdout.write)
     if args.json:
         json.dump(results, sys.stdout, indent=1)
@@ -189,6 +100,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    refuse_inputs(args.output, [args.input])
     G = load(args.input)
     written = save(G, args.output)
     print(f"{args.input} -> {written} ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
@@ -324,13 +236,25 @@ def _summarize_recording(out: Path, code: int) -> None:
     )
 
 
+def _stop_on_signal(signum: int, frame: Any) -> None:
+    """SIGTERM and SIGHUP stop the server as Ctrl-C does: its exit handlers run."""
+    raise KeyboardInterrupt
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+
+    from .app import guard
     from .app.server import create_app  # needs dash and plotly
 
     missing = [f for f in args.files if not Path(f).is_file() and not is_recording(f)]
     if missing:
         why = "not a recording folder" if Path(missing[0]).is_dir() else "no such file"
         raise InputError(missing[0], why)
+    bad = [name for name in args.allow_host if guard.host_name(name) is None]
+    if bad:
+        raise GraphscopeError(f"--allow-host {bad[0]!r}: not a host name or address")
+    hosts = guard.allowed_hosts(args.host, args.allow_host)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
             f"graphscope: warning: serving on {args.host}: anyone who can reach this machine "
@@ -339,7 +263,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     if args.files:
         print(f"graphscope: reading {args.files[0]}", flush=True)
+    # Without a handler SIGTERM (kill, systemd, docker stop) ends the process at once, and
+    # the folder of uploaded files stays behind in the temp folder.
+    for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, _stop_on_signal)
     app = create_app(args.files)
+    guard.install(app.server, hosts)
     shown = "the bundled samples" if not args.files else f"{len(args.files)} file(s)"
     print(f"graphscope: showing {shown} at http://{args.host}:{args.port}/ (Ctrl-C stops it)")
     app.run(host=args.host, port=args.port, debug=False)
@@ -442,8 +372,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_buckets(args: argparse.Namespace) -> int:
+    budget = _budget_bytes(args.budget_mib)
+    if budget == -1:
+        _error(f"--budget-mib {args.budget_mib}: not a size in MiB (give a positive number)")
+        return 2
     distribution = read_distribution(args.histogram) if args.histogram else None
-    budget = int(args.budget_mib * 2**20) if args.budget_mib is not None else None
     report = bucket_report(args.path, distribution, budget)
     if args.json:
         _dump_json({"path": args.path, **report.as_dict()})
@@ -452,9 +385,15 @@ def cmd_buckets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _node_data_path(out: Path) -> Path:
+    """Where the Model Explorer export puts its overlay: ``<name>.node-data.json`` by OUT."""
+    return out.with_name(out.name.removesuffix(".gz").removesuffix(".json") + ".node-data.json")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    G = load(args.file)
     out = Path(args.output)
+    refuse_inputs(out, [args.file])
+    G = load(args.file)
     if args.format == "html":
         try:
             from .app.report_html import report_html
@@ -465,18 +404,29 @@ def cmd_export(args: argparse.Namespace) -> int:
         written = [write_atomic(out, report_html(G, Path(args.file).name))]
     else:
         make, _ = exports.FORMATS[args.format]
+        overlay = exports.model_explorer_node_data(G) if args.format == "model-explorer" else {}
+        beside = _node_data_path(out)
+        if overlay:
+            # The overlay's name is made from OUT, not given: a file already there is one the
+            # user may not know this command writes, so it is replaced only when asked to.
+            refuse_inputs(beside, [args.file])
+            if (beside.exists() or beside.is_symlink()) and not args.force:
+                raise InputError(
+                    beside,
+                    "is already there, and the model-explorer export writes its replay-time "
+                    "overlay under this name, made from -o: pass --force to replace it, or "
+                    "choose another -o",
+                )
         written = [exports.write_json(make(G), out)]
-        if args.format == "model-explorer":
-            overlay = exports.model_explorer_node_data(G)
-            if overlay:
-                name = out.name.removesuffix(".gz").removesuffix(".json")
-                written.append(exports.write_json(overlay, out.with_name(name + ".node-data.json")))
+        if overlay:
+            written.append(exports.write_json(overlay, beside))
     for path in written:
         print(f"wrote {path}")
     return 0
 
 
 def cmd_import_trace(args: argparse.Namespace) -> int:
+    refuse_inputs(args.output, [args.bundle, args.trace])
     G = with_torch_trace(load(args.bundle), args.trace)
     parity = G.graph["parity"]
     print(
@@ -548,7 +498,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: every size up to the largest bucket, equally likely)",
     )
     buckets.add_argument(
-        "--budget-mib", type=float, metavar="MIB", help="graph memory budget for the best set"
+        "--budget-mib",
+        type=float,
+        metavar="MIB",
+        help="graph memory budget for the best set (a positive number of MiB)",
     )
     buckets.add_argument("--json", action="store_true", help="print JSON for scripts")
     buckets.set_defaults(run=cmd_buckets)
@@ -566,6 +519,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", required=True, choices=["perfetto", "html", "model-explorer", "node-link"]
     )
     export.add_argument("-o", "--output", required=True, metavar="OUT")
+    export.add_argument(
+        "--force",
+        action="store_true",
+        help="model-explorer: replace the <name>.node-data.json beside OUT if one is there "
+        "(without it, the export refuses to)",
+    )
     export.set_defaults(run=cmd_export)
     imported = sub.add_parser(
         "import-trace",
@@ -596,6 +555,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("files", nargs="*", metavar="FILE")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests for this host name (a reverse proxy's, the machine's DNS "
+        "name); repeatable. Without it the server answers for localhost, 127.0.0.1, [::1] "
+        "and the --host address",
+    )
     serve.set_defaults(run=cmd_serve)
     capture = sub.add_parser(
         "capture",

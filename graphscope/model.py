@@ -33,7 +33,8 @@ NODE_TYPES = (
     "CONDITIONAL",
 )
 
-_KEY = re.compile(r"graph_(\d+)_node_(\d+)\Z")
+# Ids are 32-bit: a longer digit run is no key (and would be slow, or refused, to convert).
+_KEY = re.compile(r"graph_(\d{1,10})_node_(\d{1,10})\Z")
 
 
 def node_key(graph_id: int, local_id: int) -> str:
@@ -90,3 +91,49 @@ def owner_of(G: Any, data: dict[str, Any]) -> tuple[str, str] | None:
         label = labels[index] if index < len(labels) else index
         return f"{owner.get('conditional_type', 'CONDITIONAL')} body '{label}'", parent
     return f"child graph {graph_id}", parent
+
+
+#: The words for a node's module where it ran in no module's forward, and in the model's own.
+OUTSIDE_MODULES = "(outside any module)"
+MODEL_ITSELF = "(the model itself)"
+# A layer is the module path up to and including its first numeric part: model.layers.3
+_LAYER = re.compile(r"^(.*?\.\d+)(?:\.|$)")
+
+
+def module_of(data: dict[str, Any]) -> str | None:
+    """The module path a node's attribution gives (``""`` for the model itself), or None."""
+    module = origin_of(data).get("module")
+    return module if isinstance(module, str) else None
+
+
+def module_text(module: str | None) -> str:
+    """A module path as shown: its path, or words for the model itself and for none."""
+    if module is None:
+        return OUTSIDE_MODULES
+    return module or MODEL_ITSELF
+
+
+def layer_of(data: dict[str, Any]) -> str | None:
+    """The layer a node's attribution puts it in (``model.layers.3``), or None."""
+    module = module_of(data)
+    match = _LAYER.match(module) if module else None
+    return match.group(1) if match else None
+
+
+def nodes_by_graph(G: nx.DiGraph) -> dict[int, list[str]]:
+    """The keys of each graph's nodes, by graph id, each graph's in creation order."""
+    out: dict[int, list[str]] = {}
+    for graph_id, _, key in creation_order(G):
+        out.setdefault(graph_id, []).append(key)
+    return out
+
+
+def owned_graphs(G: nx.DiGraph) -> dict[str, list[int]]:
+    """The graphs each GRAPH or CONDITIONAL node owns (its child graph or bodies), by its key,
+    as the nodes' ``parent`` says."""
+    out: dict[str, set[int]] = {}
+    for _, data in G.nodes(data=True):
+        parent = data.get("parent")
+        if isinstance(parent, str):
+            out.setdefault(parent, set()).add(data.get("graph_id", 0))
+    return {owner: sorted(ids) for owner, ids in out.items()}

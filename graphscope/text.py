@@ -9,6 +9,7 @@ from .analysis.buckets import BucketReport
 from .analysis.diff import GraphDiff
 from .analysis.lifecycle import ProcessReport, history
 from .analysis.report import StepReport
+from .analysis.timing import read_eager_summary, read_timing
 
 Write = Callable[[str], Any]
 
@@ -189,7 +190,7 @@ def render_buckets(path: str, r: BucketReport, w: Write) -> None:
         f"  with every bucket: mean step {us(c.mean_step_us)}, padding {c.padding_pct:.1f}% of "
         f"real sequences, graph memory {mib(c.pool_bytes)}\n"
     )
-    if r.budget_bytes is not None:
+    if r.budget_bytes is not None and r.searched:
         if r.best is None:
             w(f"  no set of buckets fits in {mib(r.budget_bytes)}\n")
         else:
@@ -291,3 +292,89 @@ def render_lifecycle(graphs: list[dict[str, Any]], w: Write) -> None:
         if g.get("destroyed_at_s") is not None:
             parts.append(f"destroyed at {g['destroyed_at_s']:.2f} s")
         w(f"  {g['id']}: " + "; ".join(parts) + "\n")
+
+
+def _dims(d: Any) -> str:
+    return "x".join(str(x) for x in d) if isinstance(d, list) else "?"
+
+
+def _render_timing(s: dict[str, Any], w: Write) -> None:
+    """Eager step against graph replay, parity and attribution, where the bundle has them."""
+    timing, traced = read_timing(s.get("timing")), read_eager_summary(s.get("eager"))
+    eager, replay = timing.eager_step_us, timing.replay_wall_us
+    if eager is not None:
+        issue = timing.eager_cpu_us
+        w(f"  eager step: {us(eager)}" + (f" (CPU issues it in {us(issue)})" if issue else ""))
+        if traced.gpu_idle_pct is not None:
+            w(f"; traced, the GPU idles {traced.gpu_idle_pct:.0f}% of its span")
+        w("\n")
+    if replay is not None:
+        w(f"  graph replay: {us(replay)}")
+        if timing.cpu_launch_us is not None:
+            w(f" (CPU launch {us(timing.cpu_launch_us)})")
+        if eager:
+            w(f"; {eager / replay:.1f}x faster than eager")
+        w("\n")
+    elif timing.replay_us is not None:
+        w(f"  graph replay: {us(timing.replay_us)}\n")
+    parity = s.get("parity")
+    if parity:
+        if parity["ok"]:
+            w(f"  parity: eager and graph run the same {parity['matched']} GPU ops\n")
+        else:
+            diffs = parity["differences"]
+            w(f"  parity: {len(diffs)} differences between the eager step and the graph\n")
+            for line in diffs[:10]:
+                w(f"    {line}\n")
+            if len(diffs) > 10:
+                w(f"    ... {len(diffs) - 10} more (--json for all)\n")
+    if s.get("attributed_nodes"):
+        w(
+            f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes labelled, "
+            f"{s['attributed_with_module']} inside a module, {s['attributed_with_op']} with an "
+            "aten op\n"
+        )
+
+
+def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> None:
+    """What ``inspect`` prints of a graph's summary (``analysis.summary.summarize``)."""
+    kind = {"dot": "DOT", "bundle": "graphscope bundle"}.get(s.get("format", ""), "?")
+    w(f"{path}  ({kind})\n")
+    w(
+        f"  nodes {s['nodes']}   edges {s['edges']}   graphs {len(s['graphs'])}"
+        f"   depth {s['depth']}   widest level {s['widest_level']}\n"
+    )
+    if not s["nodes"]:
+        w("  an empty graph: no nodes (torch.compile's CUDA graph trees make one first)\n")
+        return
+    w("  types  " + "  ".join(f"{t} {n}" for t, n in s["types"].items()) + "\n")
+    nested = [g for g in s["graphs"] if g["parent"] is not None]
+    if nested:
+        w(f"  nested graphs ({len(nested)}):\n")
+        for g in nested:
+            w(f"    graph_{g['graph_id']}  in {g['parent']}  {g['nodes']} nodes\n")
+    if s["timed_nodes"]:
+        w(
+            f"  replay: {s['timed_nodes']} nodes timed, node times add up to "
+            f"{us(s['replay_node_time_us'])}\n"
+        )
+    _render_timing(s, w)
+    kernels = s["kernels"]
+    if not kernels:
+        return
+    order = "replay time" if s["timed_nodes"] else "count"
+    w(f"  kernels: {len(kernels)} distinct, by {order}\n")
+    w(f"    {'count':>5}  {'replay':>9}  {'grid':>10} {'block':>10} {'smem':>6}  name\n")
+    for k in kernels[:top]:
+        configs = k["launch_configs"]
+        first = configs[0] if configs else None
+        grid = _dims(first["grid"]) if first else "-"
+        block = _dims(first["block"]) if first else "-"
+        smem = str(first["shared_mem"]) if first else "-"
+        more = f"  (+{len(configs) - 1} configs)" if len(configs) > 1 else ""
+        w(
+            f"    {k['count']:>5}  {us(k['replay_us']):>9}  {grid:>10} {block:>10} {smem:>6}"
+            f"  {k['short_name']}{more}\n"
+        )
+    if len(kernels) > top:
+        w(f"    ... {len(kernels) - top} more (--top N, or --json for all)\n")

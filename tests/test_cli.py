@@ -156,6 +156,15 @@ def test_diff_between_buckets_and_between_models(capsys: pytest.CaptureFixture[s
     assert result["update"]["obstacles"][0]["result"] == "ERROR_TOPOLOGY_CHANGED"
 
 
+@pytest.mark.parametrize("budget", ["inf", "nan", "-3", "0", "1e400"])
+def test_a_budget_that_is_no_size_is_refused_in_one_line(
+    budget: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["buckets", str(BUNDLES / "tiny-llama.buckets.json"), "--budget-mib", budget]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--budget-mib" in err[0] and "not a size in MiB" in err[0]
+
+
 def test_buckets_with_a_budget_and_a_histogram(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

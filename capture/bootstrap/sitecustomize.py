@@ -9,11 +9,19 @@ initialised in a process that will fork workers). The sitecustomize this file hi
 is one, is run first.
 """
 
+from __future__ import annotations
+
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import ModuleType
+    from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -41,9 +49,9 @@ def _start_recording() -> None:
     autostart.start_from_environment()
 
 
-def _torch_imported(torch: object) -> None:
+def _torch_imported(torch: ModuleType) -> None:
     try:
-        torch.cuda._lazy_call(_start_recording)  # type: ignore[attr-defined]
+        torch.cuda._lazy_call(_start_recording)
     except Exception as exc:  # a torch without _lazy_call: record from the start instead
         sys.stderr.write(f"graphscope record: torch.cuda._lazy_call is unavailable ({exc})\n")
         _start_recording()
@@ -55,19 +63,21 @@ class _Loader(importlib.abc.Loader):
     def __init__(self, inner: importlib.abc.Loader) -> None:
         self._inner = inner
 
-    def create_module(self, spec):  # type: ignore[no-untyped-def]
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return self._inner.create_module(spec)
 
-    def exec_module(self, module) -> None:  # type: ignore[no-untyped-def]
+    def exec_module(self, module: ModuleType) -> None:
         self._inner.exec_module(module)
         _torch_imported(module)
 
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
 class _WhenTorchIsImported(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if name != "torch":
             return None
         sys.meta_path.remove(self)

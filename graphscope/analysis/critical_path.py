@@ -7,12 +7,28 @@ from collections.abc import Callable
 
 import networkx as nx
 
+from ..model import nodes_by_graph
 
-def _members(G: nx.DiGraph) -> dict[int, list[str]]:
-    by_graph: dict[int, list[str]] = defaultdict(list)
-    for key, data in G.nodes(data=True):
-        by_graph[int(data.get("graph_id", 0))].append(key)
-    return by_graph
+
+def _inner_first(G: nx.DiGraph, by_graph: dict[int, list[str]]) -> list[int]:
+    """Graph ids ordered so that a graph comes after every graph its nodes own.
+
+    Iterative: child graphs may nest thousands deep, past Python's recursion limit. The
+    contract rules out a graph nested inside itself, so every walk up reaches a root.
+    """
+    depth: dict[int, int] = {}
+    for start in by_graph:
+        walk: list[int] = []
+        gid: int | None = start
+        while gid is not None and gid not in depth:
+            walk.append(gid)
+            parent = G.nodes[by_graph[gid][0]].get("parent")
+            gid = G.nodes[parent]["graph_id"] if parent is not None and parent in G else None
+        below = -1 if gid is None else depth[gid]
+        for gid in reversed(walk):
+            below += 1
+            depth[gid] = below
+    return sorted(by_graph, key=lambda gid: (-depth[gid], gid))
 
 
 def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[str], float]:
@@ -22,32 +38,24 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
     body, for a conditional: the worst case), so a child graph counts with its inside.
     The path lists nodes of the root graph only.
     """
-    by_graph = _members(G)
+    by_graph = nodes_by_graph(G)
     owned: dict[str, list[int]] = defaultdict(list)  # owner node -> graph ids it holds
     for gid, keys in by_graph.items():
         parent = G.nodes[keys[0]].get("parent")
         if parent is not None and parent in G:
             owned[parent].append(gid)
-    lengths: dict[int, tuple[list[str], float]] = {}
     # Edges join nodes of one graph, so the whole graph's topological order, filtered, is each
     # graph's: sorting a subgraph view instead took 2.0 s of a 100,000-node report.
     order = list(nx.topological_sort(G))
+    position = {key: i for i, key in enumerate(order)}
     preds = dict(G.reverse(copy=False).adjacency())  # the predecessor dicts, no view per node
-
-    def node_weight(key: str) -> float:
-        inner = [solve(gid)[1] for gid in owned.get(key, [])]
-        return max([weight(key), *inner])
-
-    def solve(gid: int) -> tuple[list[str], float]:
-        if gid in lengths:
-            return lengths[gid]
-        members = by_graph[gid]
-        inside = set(members)
+    lengths: dict[int, tuple[list[str], float]] = {}
+    for gid in _inner_first(G, by_graph):  # each graph after the graphs its nodes own
         best: dict[str, float] = {}
         via: dict[str, str | None] = {}
-        for key in (k for k in order if k in inside):
+        for key in sorted(by_graph[gid], key=position.__getitem__):
             start = max(preds[key], key=best.__getitem__, default=None)
-            own = weight(key) if key not in owned else node_weight(key)
+            own = max([weight(key), *(lengths[inner][1] for inner in owned.get(key, []))])
             best[key] = (best[start] if start is not None else 0.0) + own
             via[key] = start
         end = max(best, key=lambda k: best[k], default=None)
@@ -57,7 +65,5 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
             end = via[end]
         path.reverse()
         lengths[gid] = (path, best[path[-1]] if path else 0.0)
-        return lengths[gid]
-
     roots = [gid for gid, keys in by_graph.items() if G.nodes[keys[0]].get("parent") is None]
-    return max((solve(gid) for gid in sorted(roots)), key=lambda r: r[1], default=([], 0.0))
+    return max((lengths[gid] for gid in sorted(roots)), key=lambda r: r[1], default=([], 0.0))

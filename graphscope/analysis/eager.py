@@ -145,8 +145,11 @@ def eager_calls(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def eager_gpu(trace: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The trace's GPU activities as dicts, each with ``launch`` (its API call) when known."""
-    calls = {c["correlation_id"]: c for c in eager_calls(trace)}
+    """The trace's GPU activities as dicts, each with ``launch`` (its API call) when known.
+
+    A null correlation id joins nothing: it says the id is unknown, not that two rows share it.
+    """
+    calls = {c["correlation_id"]: c for c in eager_calls(trace) if c["correlation_id"] is not None}
     ops = _rows(trace["gpu"])
     for op in ops:
         call = calls.get(op["correlation_id"])
@@ -159,7 +162,7 @@ def eager_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
     """Where the eager step's time went, in us: CPU in CUDA calls, GPU busy and idle."""
     calls = eager_calls(trace)
     ops = eager_gpu(trace)
-    launched = {op["correlation_id"] for op in ops}
+    launched = {op["correlation_id"] for op in ops} - {None}
     gpu_spans = [(op["start_ns"], op["end_ns"]) for op in ops]
     out: dict[str, Any] = {
         "api_calls": len(calls),
@@ -329,3 +332,21 @@ def join_eager(G: nx.DiGraph, trace: Mapping[str, Any]) -> EagerJoin:
         "ok": not (only_graph or only_eager or config or counts),
     }
     return EagerJoin(nodes=nodes, parity=parity)
+
+
+def attach_eager(G: nx.DiGraph, trace: dict[str, Any]) -> EagerJoin:
+    """Make ``trace`` (``encode_eager_trace``) ``G``'s eager step, in place: each node's
+    ``eager`` entry, and the graph's ``eager_trace``, ``eager_summary`` and ``parity``.
+
+    The one way both capture and ``import-trace`` store an eager step; entries of an earlier
+    trace are dropped first, so no node keeps a launch the new trace does not join to it.
+    """
+    joined = join_eager(G, trace)
+    for key in G:
+        G.nodes[key].pop("eager", None)
+    for key, entry in joined.nodes.items():
+        G.nodes[key]["eager"] = entry
+    G.graph["eager_trace"] = trace
+    G.graph["eager_summary"] = eager_summary(trace)
+    G.graph["parity"] = joined.parity
+    return joined

@@ -9,9 +9,10 @@ from typing import Any
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name, origin_of, replay_median
+from ..model import display_name, module_of, module_text, replay_median
 from .critical_path import critical_path
 from .findings import findings
+from .timing import step_timing
 
 #: Module groups are cut to this many path components (``model.layers.3``), so that a layer's
 #: submodules add up to the layer; ``module_depth=None`` keeps whole paths.
@@ -55,12 +56,9 @@ class StepReport:
 
 
 def _module_group(data: dict[str, Any], depth: int | None) -> str:
-    origin = origin_of(data)
-    module = origin.get("module")
-    if not isinstance(module, str):
-        return "(no module)"
-    if module == "":
-        return "(model)"
+    module = module_of(data)
+    if not module:
+        return module_text(module)
     parts = module.split(".")
     return ".".join(parts[:depth]) if depth else module
 
@@ -74,17 +72,17 @@ def step_report(
 
 
 def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepReport:
-    timing = G.graph.get("timing") if isinstance(G.graph.get("timing"), dict) else {}
-    eager = G.graph.get("eager_summary") if isinstance(G.graph.get("eager_summary"), dict) else {}
-    eager_step = _number(timing, "eager_step_us")
-    replay_wall = _number(timing, "replay_wall_us")
-    eager_launch = _number(eager, "cpu_launch_us")
-    replay_launch = _number(timing, "cpu_launch_us")
+    step = step_timing(G)
+    timing, eager = step.timing, step.eager
+    eager_step = timing.eager_step_us
+    replay_wall = timing.replay_wall_us
+    eager_launch = eager.cpu_launch_us
+    replay_launch = timing.cpu_launch_us
     medians = {k: replay_median(d) for k, d in G.nodes(data=True)}
     timed = {k: m for k, m in medians.items() if m is not None}
     path, length = critical_path(G, lambda key: medians.get(key) or 0.0)
     node_time = sum(timed.values()) if timed else None
-    span = _number(timing, "replay_us")
+    span = timing.replay_us
     top_nodes = [
         {
             "node": key,
@@ -110,12 +108,12 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
     return StepReport(
         eager_step_us=eager_step,
         eager_cpu_launch_us=eager_launch,
-        eager_gpu_busy_us=_number(eager, "gpu_busy_us"),
-        eager_gpu_idle_us=_number(eager, "gpu_idle_us"),
+        eager_gpu_busy_us=eager.gpu_busy_us,
+        eager_gpu_idle_us=eager.gpu_idle_us,
         replay_us=replay_wall,
         replay_cpu_launch_us=replay_launch,
         replay_gpu_span_us=span,
-        replay_gpu_busy_us=_number(timing, "gpu_busy_us"),
+        replay_gpu_busy_us=timing.gpu_busy_us,
         speedup=eager_step / replay_wall if eager_step and replay_wall else None,
         cpu_overhead_reduction_pct=(
             100 * (1 - replay_launch / eager_launch)

@@ -7,7 +7,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..model import display_name, replay_median
+from ..model import display_name, nodes_by_graph, replay_median
 
 
 def _graph_shape(G: nx.DiGraph, members: list[str]) -> tuple[int, int]:
@@ -46,9 +46,7 @@ def _parity(parity: Any) -> dict[str, Any] | None:
 
 def summarize(G: nx.DiGraph) -> dict[str, Any]:
     """A summary of ``G`` as plain data (the ``--json`` output of ``inspect``)."""
-    members: dict[int, list[str]] = defaultdict(list)
-    for key, data in G.nodes(data=True):
-        members[int(data["graph_id"])].append(key)
+    members = nodes_by_graph(G)
     graphs = []
     for gid in sorted(members):
         depth, width = _graph_shape(G, members[gid])

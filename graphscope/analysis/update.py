@@ -26,6 +26,8 @@ from typing import Any
 
 import networkx as nx
 
+from ..model import nodes_by_graph
+
 #: The node attributes each type's update rules look at.
 _MEMCPY_TYPES = ("src.memory_type", "dst.memory_type")
 # A MEM_ALLOC node's dptr is where the driver put the memory, not a parameter the user set.
@@ -53,15 +55,6 @@ class UpdateVerdict:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _graphs(G: nx.DiGraph) -> dict[int, list[str]]:
-    """Node keys per graph id, in creation (local id) order."""
-    by_graph: dict[int, list[str]] = defaultdict(list)
-    ranked = sorted((d.get("graph_id", 0), d.get("local_id", 0), k) for k, d in G.nodes(data=True))
-    for gid, _, key in ranked:
-        by_graph[int(gid)].append(key)
-    return by_graph
 
 
 def _children(G: nx.DiGraph, by_graph: dict[int, list[str]]) -> dict[str | None, list[int]]:
@@ -107,7 +100,7 @@ def _node_obstacles(A: nx.DiGraph, B: nx.DiGraph, ka: str, kb: str) -> list[Obst
 
 def update_verdict(A: nx.DiGraph, B: nx.DiGraph) -> UpdateVerdict:
     """Predict ``cudaGraphExecUpdate(instantiate(A), B)``; see the module docstring."""
-    graphs_a, graphs_b = _graphs(A), _graphs(B)
+    graphs_a, graphs_b = nodes_by_graph(A), nodes_by_graph(B)
     owned_a, owned_b = _children(A, graphs_a), _children(B, graphs_b)
     obstacles: list[Obstacle] = []
     paired = 0

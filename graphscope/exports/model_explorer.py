@@ -17,7 +17,7 @@ from typing import Any
 import networkx as nx
 
 from ..io import bulk
-from ..model import display_name, origin_of
+from ..model import display_name, nodes_by_graph, origin_of, owned_graphs
 
 # Shown in attrs of their own, or nothing to a reader of a saved graph: the id holds the graph
 # and local ids, the label the short name; handles are addresses in the capturing process.
@@ -116,14 +116,8 @@ def model_explorer_graph(G: nx.DiGraph, label: str | None = None) -> dict[str, A
 
 
 def _graph(G: nx.DiGraph, label: str | None) -> dict[str, Any]:
-    members: dict[int, list[str]] = defaultdict(list)
-    for key, data in G.nodes(data=True):
-        members[int(data.get("graph_id", 0))].append(key)
-    owned: dict[str, list[str]] = defaultdict(list)
-    for gid, keys in members.items():
-        parent = G.nodes[keys[0]].get("parent")
-        if parent is not None:
-            owned[parent].append(_graph_name(gid))
+    members = nodes_by_graph(G)
+    owned = {key: [_graph_name(g) for g in ids] for key, ids in owned_graphs(G).items()}
     graphs = []
     cells = _Cells()
     for gid in sorted(members):
