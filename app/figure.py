@@ -204,7 +204,11 @@ def _above_or_below(pos: tuple[float, float]) -> str:
 
 
 def _coloured_by_time(G: nx.DiGraph, colour: str) -> bool:
-    return colour == "time" and has_timing(G)
+    """Whether the nodes are coloured by replay time: asked for, and some node took time (a
+    log scale needs a time above 0 us)."""
+    if colour != "time" or not has_timing(G):
+        return False
+    return any((replay_us(d) or 0.0) > 0 for _, d in G.nodes(data=True))
 
 
 def _by_type(G: nx.DiGraph) -> dict[str, list[str]]:
@@ -269,10 +273,10 @@ def build_figure(
     traces: list[Any] = list(_edges(G, lay, arrows=svg))
     assert len(traces) == EDGE_TRACES
     keys = list(G.nodes)
-    if _coloured_by_time(G, colour):
-        times = [replay_us(G.nodes[k]) for k in keys]
-        logs = [math.log10(t) if t and t > 0 else None for t in times]
-        known = [v for v in logs if v is not None]
+    times = [replay_us(G.nodes[k]) for k in keys] if _coloured_by_time(G, colour) else []
+    logs = [math.log10(t) if t and t > 0 else None for t in times]
+    known = [v for v in logs if v is not None]
+    if known:
         low, high = min(known), max(known)
         ticks = _ticks(low, high)
         groups = [G.nodes[k].get("type") == GROUP for k in keys]

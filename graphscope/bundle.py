@@ -300,6 +300,9 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         _fail_on_edges(edges, nodes, path)
     G = nx.DiGraph()
     G.graph.update(doc["metadata"])
+    # The writer stamps the metadata's schema version; a bundle without it reads as if it had
+    # it, so that a graph saved and read again equals the one read (as the DOT reader does).
+    G.graph.setdefault("schema_version", SCHEMA_VERSION)
     # add_nodes_from and add_edges_from copy every attribute dict and check every item; these
     # are fresh and checked above, so they go into networkx's stores as they are (0.5 s of
     # the 2 s budget for 100,000 nodes; the round-trip tests guard the layout).

@@ -374,7 +374,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_buckets(args: argparse.Namespace) -> int:
     budget = _budget_bytes(args.budget_mib)
     if budget == -1:
-        _error(f"--budget-mib {args.budget_mib}: not a size in MiB (give a positive number)")
+        _error(f"{args.path}: --budget-mib {args.budget_mib} is not a size in MiB")
         return 2
     distribution = read_distribution(args.histogram) if args.histogram else None
     report = bucket_report(args.path, distribution, budget)

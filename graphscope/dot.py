@@ -508,7 +508,9 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
         G.add_edge(edge.source, edge.target, **edge_attrs)
     present = {d["graph_id"] for _, d in G.nodes(data=True)}
     for gid, owner in owners.items():
-        if gid not in present:
+        # graphscope's own dump carries each node's attributes exactly (gs_attrs): a graph
+        # with no nodes there was empty in the graph written, and is not marked again.
+        if gid not in present and "gs_attrs" not in doc.nodes[owner].attrs:
             # An empty body graph prints as an empty cluster: nothing to attach; keep the ref.
             G.nodes[owner].setdefault("empty_graphs", []).append(gid)
     roots = sorted({d["graph_id"] for _, d in G.nodes(data=True) if d["parent"] is None})

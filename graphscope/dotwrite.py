@@ -10,13 +10,12 @@ as JSON in ``gs_attrs``, and the graph's metadata in ``gs_graph``, so
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 import networkx as nx
 
-from . import __version__
-from .model import display_name
+from .model import display_name, nodes_by_graph
+from .version import __version__
 
 _SHAPES = {
     "KERNEL": "box",
@@ -60,14 +59,14 @@ def _label(data: dict[str, Any]) -> str:
         )
     if isinstance(data.get("replay"), dict) and "median_us" in data["replay"]:
         lines.append(f"{data['replay']['median_us']:.1f} us")
-    return "\n".join(lines)
+    # The label is for Graphviz only (gs_attrs holds the exact values, JSON-escaped): text that
+    # UTF-8 cannot hold (a lone surrogate, which a bundle's JSON can carry) is shown as "?".
+    return "\n".join(lines).encode("utf-8", "replace").decode("utf-8")
 
 
 def dumps_dot(G: nx.DiGraph) -> str:
     """``G`` as DOT text."""
-    by_graph: dict[int, list[str]] = defaultdict(list)
-    for key, data in G.nodes(data=True):
-        by_graph[int(data.get("graph_id", 0))].append(key)
+    by_graph = nodes_by_graph(G)
     meta = dict(G.graph)
     out = [
         f"// written by graphscope {__version__}; graphscope reads it back exactly",

@@ -162,7 +162,7 @@ def test_a_budget_that_is_no_size_is_refused_in_one_line(
 ) -> None:
     assert main(["buckets", str(BUNDLES / "tiny-llama.buckets.json"), "--budget-mib", budget]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--budget-mib" in err[0] and "not a size in MiB" in err[0]
+    assert len(err) == 1 and "--budget-mib" in err[0] and "is not a size in MiB" in err[0]
 
 
 def test_buckets_with_a_budget_and_a_histogram(

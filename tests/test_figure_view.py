@@ -74,3 +74,15 @@ def test_minimap_counts_every_node_on_a_bounded_grid(deep_expanded) -> None:
 def test_minimap_of_an_empty_view_is_empty() -> None:
     fig = figure.minimap(placement.Layout())
     assert len(fig.data) == 0
+
+
+def test_replay_times_of_zero_colour_by_type_not_a_log_scale_of_nothing() -> None:
+    """A fuzzed bundle whose replay medians were all 0 made the HTML export raise."""
+    G = graphscope.load(LLAMA)
+    for key in G:
+        if isinstance(G.nodes[key].get("replay"), dict):
+            G.nodes[key]["replay"]["median_us"] = 0.0
+    fig = figure.build_figure(G, placement.layout(G), colour="time")
+    names = [t.name for t in fig.data]
+    assert "KERNEL (211)" in names  # by type: no time above 0 us to scale colours by
+    assert sorted(figure.node_hovers(G, "time")) == [1, 2]  # the hover patch agrees

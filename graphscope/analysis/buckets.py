@@ -228,7 +228,8 @@ class _Serving:
     def served(self, lo: float, bucket: Bucket) -> tuple[float, float]:
         """(mean time, padded sequences) of the batches in ``(lo, bucket]``, run in it."""
         mass, seqs = self.interval(lo, bucket.batch_size)
-        return mass * bucket.replay_us, bucket.batch_size * mass - seqs
+        # Never below 0: a difference of prefix sums can come out a few ulp short of it.
+        return mass * bucket.replay_us, max(0.0, bucket.batch_size * mass - seqs)
 
     def tails(self) -> list[tuple[float, float]]:
         """Per captured bucket i (in size order), and last for none kept: (mean time, share)

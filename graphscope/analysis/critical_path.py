@@ -46,16 +46,20 @@ def critical_path(G: nx.DiGraph, weight: Callable[[str], float]) -> tuple[list[s
             owned[parent].append(gid)
     # Edges join nodes of one graph, so the whole graph's topological order, filtered, is each
     # graph's: sorting a subgraph view instead took 2.0 s of a 100,000-node report.
-    order = list(nx.topological_sort(G))
-    position = {key: i for i, key in enumerate(order)}
+    ordered: dict[int, list[str]] = defaultdict(list)  # each graph's nodes in that order
+    graph_of = dict(G.nodes(data="graph_id"))
+    for key in nx.topological_sort(G):
+        ordered[graph_of[key]].append(key)
     preds = dict(G.reverse(copy=False).adjacency())  # the predecessor dicts, no view per node
     lengths: dict[int, tuple[list[str], float]] = {}
     for gid in _inner_first(G, by_graph):  # each graph after the graphs its nodes own
         best: dict[str, float] = {}
         via: dict[str, str | None] = {}
-        for key in sorted(by_graph[gid], key=position.__getitem__):
+        for key in ordered[gid]:
             start = max(preds[key], key=best.__getitem__, default=None)
-            own = max([weight(key), *(lengths[inner][1] for inner in owned.get(key, []))])
+            own = weight(key)
+            if key in owned:
+                own = max([own, *(lengths[inner][1] for inner in owned[key])])
             best[key] = (best[start] if start is not None else 0.0) + own
             via[key] = start
         end = max(best, key=lambda k: best[k], default=None)

@@ -13,6 +13,7 @@ complete events (``ph: X``) with ``ts`` and ``dur`` in us, flow events ``s``/``f
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 import networkx as nx
@@ -51,18 +52,25 @@ def _node_args(G: nx.DiGraph, key: str) -> dict[str, Any]:
 
 
 def _lanes(spans: list[tuple[float, float, str]]) -> dict[str, int]:
-    """A lane per node such that nodes in one lane never overlap (interval partitioning)."""
-    ends: list[float] = []
+    """A lane per node such that nodes in one lane never overlap (interval partitioning):
+    each node takes the lowest lane free at its start.
+
+    Two heaps (lanes busy, by when they free; lanes free, by number): scanning every lane
+    for each node took 9 s for 20,000 nodes that all overlap.
+    """
+    busy: list[tuple[float, int]] = []
+    free: list[int] = []
+    lanes = 0
     lane_of: dict[str, int] = {}
     for start, end, key in sorted(spans):
-        for lane, last in enumerate(ends):
-            if last <= start:
-                ends[lane] = end
-                lane_of[key] = lane
-                break
+        while busy and busy[0][0] <= start:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
         else:
-            lane_of[key] = len(ends)
-            ends.append(end)
+            lane, lanes = lanes, lanes + 1
+        lane_of[key] = lane
+        heapq.heappush(busy, (end, lane))
     return lane_of
 
 

@@ -1,0 +1,217 @@
+"""What the fuzz campaign (benchmarks/fuzz.py) found analyses and exports failing on, each on
+the smallest valid graph that showed it: every graph here keeps the graph contract."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import random
+import time
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import graphscope
+from graphscope.analysis import buckets as bk
+from graphscope.analysis.critical_path import critical_path
+from graphscope.analysis.diff import LOOKAHEAD, _nearby_pairs, match_nodes
+from graphscope.analysis.eager import eager_gpu, eager_summary
+from graphscope.analysis.report import step_report
+from graphscope.contract import check_graph
+from graphscope.exports import chrome_trace
+from graphscope.exports.perfetto import _lanes
+from graphscope.text import render_buckets
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+@pytest.fixture(scope="module")
+def b1() -> nx.DiGraph:
+    return graphscope.load(SAMPLES / "bundles" / "tiny-llama-b1.json.gz")
+
+
+def _add_graph(G: nx.DiGraph, gid: int, size: int, parent: str | None, **attrs: object) -> None:
+    keys = [f"graph_{gid}_node_{i}" for i in range(size)]
+    for i, key in enumerate(keys):
+        G.add_node(key, graph_id=gid, local_id=i, type="KERNEL", parent=parent, **attrs)
+    G.add_edges_from(itertools.pairwise(keys))
+
+
+def test_critical_path_through_child_graphs_nested_past_the_recursion_limit() -> None:
+    G = nx.DiGraph()
+    depth = 1500  # Python's recursion limit is 1000: the path was found recursively
+    for gid in range(depth):
+        parent = f"graph_{gid - 1}_node_0" if gid else None
+        G.add_node(f"graph_{gid}_node_0", graph_id=gid, local_id=0, type="GRAPH",
+                   child_graph=gid + 1, parent=parent)  # fmt: skip
+    _add_graph(G, depth, 3, f"graph_{depth - 1}_node_0", replay={"median_us": 2.0})
+    check_graph(G, "nested")
+    path, length = critical_path(G, lambda key: 2.0 if G.nodes[key]["type"] == "KERNEL" else 0)
+    assert path == ["graph_0_node_0"] and length == 6.0  # the innermost chain, all the way up
+    assert step_report(G).critical_path_us == 6.0
+
+
+def test_a_null_correlation_id_joins_nothing(b1: nx.DiGraph) -> None:
+    G = copy.deepcopy(b1)
+    trace = G.graph["eager_trace"]
+    for name in ("api", "gpu"):
+        column = trace[name]["fields"].index("correlation_id")
+        for row in trace[name]["rows"][:5]:
+            row[column] = None
+    check_graph(G, "nulls")
+    assert not any("launch" in op for op in eager_gpu(trace)[:5])
+    summary = eager_summary(trace)
+    assert summary["launch_calls"] == eager_summary(b1.graph["eager_trace"])["launch_calls"] - 5
+    events = chrome_trace(G)["traceEvents"]  # it raised TypeError on int(None)
+    assert all(e["id"] is not None for e in events if e["ph"] in ("s", "f"))
+
+
+def test_lanes_take_the_lowest_free_lane_in_time_linear_in_nodes() -> None:
+    def lowest_free(spans: list[tuple[float, float, str]]) -> dict[str, int]:
+        ends: list[float] = []
+        lane_of = {}
+        for start, end, key in sorted(spans):
+            lane = next((i for i, last in enumerate(ends) if last <= start), len(ends))
+            ends[lane:lane + 1] = [end]  # fmt: skip
+            lane_of[key] = lane
+        return lane_of
+
+    rng = random.Random(0)
+    for _ in range(50):
+        spans = [(s := rng.uniform(0, 50), s + rng.uniform(0, 10), f"n{i}") for i in range(60)]
+        assert _lanes(spans) == lowest_free(spans)
+    started = time.perf_counter()
+    lanes = _lanes([(0.0, 1.0, f"n{i}") for i in range(20_000)])  # all at once: 9 s before
+    assert time.perf_counter() - started < 1.0
+    assert sorted(lanes.values()) == list(range(20_000))
+
+
+def test_diff_of_large_graphs_that_barely_match_ends_in_time() -> None:
+    A, B = nx.DiGraph(), nx.DiGraph()
+    _add_graph(A, 1, 20_000, None)
+    _add_graph(B, 1, 20_000, None)
+    for i in range(20_000):
+        A.nodes[f"graph_1_node_{i}"]["name"] = f"k{i % 50}"
+        B.nodes[f"graph_1_node_{i}"]["name"] = f"k{i * 7 % 53}"
+    started = time.perf_counter()
+    pairs = match_nodes(A, B)  # difflib took minutes on these
+    assert time.perf_counter() - started < 5
+    ids = [(A.nodes[a]["local_id"], B.nodes[b]["local_id"]) for a, b in pairs.items()]
+    assert ids == sorted(ids) and len({j for _, j in ids}) == len(ids)  # in order, one each
+    # Neither graph runs out early, leaving the other's rest unpaired.
+    assert min(ids[-1]) > 20_000 - 2 * LOOKAHEAD
+
+
+def test_diff_of_large_graphs_with_local_changes_pairs_nearly_all() -> None:
+    # A decoder's layers repeat; B renames every 100th kernel and adds and cuts a few
+    # nodes here and there: the middle that differs spans the whole graph.
+    A = nx.DiGraph()
+    _add_graph(A, 1, 20_000, None)
+    for i in range(20_000):
+        A.nodes[f"graph_1_node_{i}"]["name"] = f"k{i % 48}"
+    B = copy.deepcopy(A)
+    for i in range(0, 20_000, 100):
+        B.nodes[f"graph_1_node_{i}"]["name"] = "renamed"
+    B.remove_nodes_from([f"graph_1_node_{i}" for i in (5_001, 12_002, 17_003)])
+    for i in (3_000, 9_000, 15_000):
+        B.add_node(f"graph_1_node_{20_000 + i}", graph_id=1, local_id=i, type="MEMSET", parent=None)
+    started = time.perf_counter()
+    pairs = match_nodes(A, B)
+    assert time.perf_counter() - started < 5
+    assert sum(1 for a, b in pairs.items() if a == b) >= 19_900
+    assert not [b for b in pairs.values() if B.nodes[b]["type"] == "MEMSET"]
+
+
+def test_nearby_pairs_align_nodes_added_removed_and_changed() -> None:
+    a = [("K", n) for n in "abcdefgh"]
+    b = [("K", n) for n in "abXYcdfgZh"]  # X and Y added, e removed, Z added
+    pairs = _nearby_pairs(a, b)
+    assert [(a[i][1], b[j][1]) for i, j in pairs] == [
+        ("a", "a"), ("b", "b"), ("c", "c"), ("d", "d"), ("f", "f"), ("g", "g"), ("h", "h")
+    ]  # fmt: skip
+    # Nothing alike within reach: nodes of one type pair one for one, others do not.
+    assert _nearby_pairs([("K", 1), ("M", 2)], [("K", 3), ("E", 4)]) == [(0, 0)]
+
+
+def test_diff_below_the_limit_still_aligns_with_difflib(b1: nx.DiGraph) -> None:
+    B = copy.deepcopy(b1)
+    B.remove_nodes_from([k for k in list(B) if B.nodes[k]["local_id"] in (50, 51, 52)])
+    pairs = match_nodes(b1, B)
+    assert len(pairs) == len(B) and all(a == b for a, b in pairs.items())
+
+
+def _exhaustive(
+    buckets: list[bk.Bucket], dist: dict[int, float], budget: int
+) -> bk.BucketChoice | None:
+    best = None
+    for r in range(1, len(buckets) + 1):
+        for kept in itertools.combinations(buckets, r):
+            if sum(b.graph_pool_bytes for b in kept) > budget:
+                continue
+            choice = bk._evaluate_with_eager(list(kept), dist, buckets)
+            if choice.mean_step_us != choice.mean_step_us:
+                continue
+            if (
+                best is None
+                or choice.mean_step_us < best.mean_step_us - 1e-9
+                or (
+                    choice.mean_step_us <= best.mean_step_us + 1e-9
+                    and choice.pool_bytes < best.pool_bytes
+                )
+            ):
+                best = choice
+    return best
+
+
+def test_best_buckets_is_the_exhaustive_search_s_answer() -> None:
+    rng = random.Random(1)
+    for _ in range(200):
+        sizes = sorted(rng.sample(range(1, 40), rng.randint(1, 8)))
+        buckets = [
+            bk.Bucket(s, rng.uniform(10, 200), 5, rng.choice([1, 2, 3, 5, 8]),
+                      None if rng.random() < 0.2 else rng.uniform(100, 900))
+            for s in sizes
+        ]  # fmt: skip
+        counts = {n: rng.random() for n in rng.sample(range(1, 50), rng.randint(1, 10))}
+        dist = {n: c / sum(counts.values()) for n, c in counts.items()}
+        budget = rng.randint(0, 20)
+        found, expected = bk.best_buckets(buckets, dist, budget), _exhaustive(buckets, dist, budget)
+        assert (found is None) == (expected is None)
+        if found is not None and expected is not None:
+            assert found.mean_step_us == pytest.approx(expected.mean_step_us)
+            assert found.pool_bytes == expected.pool_bytes
+            assert found.eager_share_pct == pytest.approx(expected.eager_share_pct)
+
+
+def test_many_buckets_are_searched_or_said_not_to_be(tmp_path: Path) -> None:
+    # vLLM's default capture sizes: 67 buckets (more than 20 raised ValueError).
+    sizes = [1, 2, 4, *range(8, 513, 8)]
+    buckets = [bk.Bucket(s, 10 + s / 2, 5, (1 + s // 8) << 20, 100.0 + s) for s in sizes]
+    best = bk.best_buckets(buckets, bk.uniform(buckets), 512 << 20)
+    assert best is not None and best.pool_bytes <= 512 << 20
+    path = tmp_path / "m.buckets.json"
+    rows = ",".join(
+        f'{{"batch_size": {n}, "replay_us": 10.0, "nodes": 5, "graph_pool_bytes": 1}}'
+        for n in range(1, 3001)
+    )
+    path.write_text(f'{{"buckets": [{rows}]}}')
+    started = time.perf_counter()
+    report = bk.bucket_report(path, budget_bytes=100)
+    assert time.perf_counter() - started < 5
+    assert report.best is None and not report.searched
+    assert any("too many sets to search" in note for note in report.notes)
+    lines: list[str] = []
+    render_buckets(str(path), report, lines.append)
+    assert not any("no set of buckets fits" in line for line in lines)
+
+
+def test_a_lone_surrogate_in_a_name_saves_as_dot_and_reads_back(
+    b1: nx.DiGraph, tmp_path: Path
+) -> None:
+    G = copy.deepcopy(b1)
+    key = next(k for k, d in G.nodes(data=True) if d["type"] == "KERNEL")
+    G.nodes[key]["short_name"] = "\ud800x"  # a bundle's JSON can hold "\ud800"
+    check_graph(G, "surrogate")
+    H = graphscope.load(graphscope.save(G, tmp_path / "g.dot"))
+    assert H.nodes[key]["short_name"] == "\ud800x"
