@@ -441,8 +441,15 @@ class Runner:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = main(argv)
                 out.flush()
-        except SystemExit as exc:  # argparse: the campaign's own command lines are valid
-            self._defect(line, "traceback", f"SystemExit({exc.code})", "?", "cli")
+        except SystemExit as exc:
+            # argparse refusing an option's value (a budget of "nan"): its usage and one
+            # error line, as any command-line tool; anything else is a defect.
+            err.flush()
+            said = err.buffer.getvalue().decode("utf-8", "replace")
+            if exc.code == 2 and said.startswith("usage: ") and ": error: " in said:
+                self.result.refused = True
+            else:
+                self._defect(line, "traceback", f"SystemExit({exc.code})", "?", "cli", said)
             return None
         except Exception as exc:
             self._raised(line, exc, None)
@@ -753,7 +760,7 @@ def _changed_graph(rng: Rng, seeds: Seeds, run: Runner, config: dict[str, Any]) 
         run.result.refused = False
         run._defect(line, "round-trip", "a valid graph, saved, does not load", "?", owner)
         return True
-    for filled in ("source", "schema_version"):  # load fills these where a graph has none
+    for filled in ("source", "schema_version", "root_graph_ids"):  # load fills these if absent
         G.graph.setdefault(filled, loaded.graph.get(filled))
     if (why := graphs_differ(G, loaded)) is not None:
         run._defect(line, "round-trip", "not equal", "?", owner, why)

@@ -323,6 +323,9 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
                 except InputError as exc:
                     raise BundleFormatError(path, exc.message) from None
             G.graph[attr] = body[entry_name]
+    if "root_graph_ids" not in G.graph:  # as the DOT reader gives them: graphs no node owns
+        roots = {d.get("graph_id") for d in nodes.values() if d.get("parent") is None}
+        G.graph["root_graph_ids"] = sorted(r for r in roots if isinstance(r, int))
     check_graph(G, path, BundleFormatError, fields_checked=fields_checked)
     return G
 

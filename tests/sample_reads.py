@@ -29,10 +29,17 @@ def _digest(value: Any) -> str:
 
 
 def _graph(G: nx.DiGraph) -> Any:
+    graph = dict(G.graph)
+    source = graph.get("source")
+    if isinstance(source, dict) and isinstance(source.get("path"), str):
+        # A DOT file's source names the path it was read from: only its part under samples/
+        # is the sample's, so that a checkout anywhere reads the same.
+        where = source["path"].replace("\\", "/")
+        graph["source"] = {**source, "path": where.split("/samples/", 1)[-1]}
     return {
         "nodes": sorted(G.nodes(data=True)),
         "edges": sorted(G.edges(data=True)),
-        "graph": G.graph,
+        "graph": graph,
     }
 
 
