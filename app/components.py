@@ -25,10 +25,12 @@ main { display: flex; gap: 0; }
            background: white; }
 #node-panel { flex: 2; max-width: 620px; padding: 8px 16px; border-left: 1px solid #ddd;
               overflow: auto; max-height: calc(100vh - 140px); font-size: 13px; }
-table.kv th { text-align: left; padding-right: 12px; font-weight: 500; color: #555;
-              vertical-align: top; white-space: nowrap; }
-table.kv td, table.args td { font-family: ui-monospace, monospace; word-break: break-all; }
-table.args th, table.args td { padding: 1px 6px; text-align: left; }
+.kv th, .kv td:first-child { text-align: left; padding-right: 12px; font-weight: 500;
+    color: #555; vertical-align: top; white-space: nowrap; font-family: inherit; }
+.kv td, .args td { font-family: ui-monospace, monospace; word-break: break-all; }
+.args th, .args td { padding: 1px 6px; text-align: left; vertical-align: top; }
+.kv thead { display: none; }  /* a Markdown label/value table's empty header */
+.kv table, .args table { border-collapse: collapse; }
 .muted { color: #777; }
 .error { color: #b00020; font-weight: 500; }
 button.link { border: none; background: none; color: #1a5fb4; cursor: pointer; padding: 0 6px 0 0;
@@ -205,6 +207,9 @@ def page_layout(
                                 panel or no_selection(),
                                 id="node-panel",
                             ),
+                            # The panel's tables are Markdown, whose script Dash loads on the
+                            # first one drawn: loaded with the page, not on the first click.
+                            dcc.Markdown("", style={"display": "none"}),
                         ]
                     ),
                 ],

@@ -260,7 +260,8 @@ def _timeline_rows(G: nx.DiGraph, shown: nx.DiGraph | None) -> list[Row]:
         node_of_op = {
             d["eager"]["index"]: k
             for k, d in G.nodes(data=True)
-            if isinstance(d.get("eager"), dict)
+            # ``index`` is optional in the contract: a node without it has no GPU op here.
+            if isinstance(d.get("eager"), dict) and "index" in d["eager"]
         }
         kinds, names, starts, ends, ids = columns(
             trace["gpu"], "type", "name", "start_ns", "end_ns", "correlation_id"

@@ -49,16 +49,42 @@ def _generic(rng: Rng) -> Any:
     )  # fmt: skip
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy; a value nested past the recursion limit (an earlier mutation) is shared,
+    which is the same once the document is written out."""
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        return value
+
+
+def _small(value: Any, limit: int = 10_000) -> bool:
+    """Whether a JSON value is written in fewer than ``limit`` characters."""
+    try:
+        return len(json.dumps(value)) < limit
+    except (RecursionError, ValueError, TypeError):
+        return False
+
+
+def _plus_half(x: float) -> float:
+    """``x + 0.5`` as a float; an int past float's range (an earlier mutation) stays itself."""
+    try:
+        return float(x) + 0.5
+    except OverflowError:
+        return x
+
+
 def _number_variant(x: float, rng: Rng) -> Any:
     return rng.choice(
         [0, -1, -x, x + 1, 2**31, 2**32 + 1, 2**63, 2**64 + 1, -(2**63) - 1, 10**30, 1e308,
-         -1e308, 5e-324, math.nan, math.inf, -math.inf, float(x) + 0.5, str(x), True, _BIGINT]
+         -1e308, 5e-324, math.nan, math.inf, -math.inf, _plus_half(x), str(x), True, _BIGINT]
     )  # fmt: skip
 
 
 def _string_variant(s: str, rng: Rng) -> Any:
     return rng.choice(
-        ["", (s or "x") * rng.choice([50, 5_000]), s + "\x00", "../" + s, s.upper(), s[:1],
+        # A prefix repeated: a string lengthened by an earlier mutation must not grow to GBs.
+        ["", (s[:64] or "x") * rng.choice([50, 5_000]), s + "\x00", "../" + s, s.upper(), s[:1],
          s + "\n" + s, "graph_1_node_99999", "graph_0_node_0", "KERNEL", "1", "nan", "a..b.",
          "model.layers.99999999999999999999999.mlp", "<script>",
          "\ud800"]  # a lone surrogate: valid in JSON text, not encodable as UTF-8
@@ -112,13 +138,16 @@ def _children(node: Any) -> list[Any]:
     return list(range(len(node))) if isinstance(node, list) else []
 
 
-def _all_paths(doc: Any, limit: int = 300_000) -> list[JSONPath]:
+def _all_paths(doc: Any, limit: int = 300_000, depth: int = 200) -> list[JSONPath]:
+    """Paths to the values of ``doc``, at most ``limit`` of them and ``depth`` deep: each path
+    is a tuple, so a nest 100,000 deep (an earlier mutation) would hold 5e9 keys."""
     out: list[JSONPath] = []
     stack: list[tuple[JSONPath, Any]] = [((), doc)]
     while stack and len(out) < limit:
         path, node = stack.pop()
         out.append(path)
-        stack += [((*path, key), node[key]) for key in _children(node)]
+        if len(path) < depth:
+            stack += [((*path, key), node[key]) for key in _children(node)]
     return out
 
 
@@ -171,7 +200,10 @@ def json_mutation(doc: Any, rng: Rng) -> tuple[Any, str]:
         return doc, f"delete {where}"
     if op == "duplicate" and isinstance(old, list) and old:
         i = rng.randrange(len(old))
-        old[i:i] = [copy.deepcopy(old[i]) for _ in range(rng.choice([1, 1, 2, 30]))]
+        # Thirty copies of a small item only: copies of copies of a large one grow past
+        # any memory (the campaign's own MemoryError, not the reader's).
+        times = rng.choice([1, 1, 2, 30]) if _small(old[i]) else 1
+        old[i:i] = [_copied(old[i]) for _ in range(times)]
         return doc, f"duplicate an item of {where}"
     if op == "swap" and isinstance(old, (list, dict)):
         new = (
@@ -193,7 +225,7 @@ def json_mutation(doc: Any, rng: Rng) -> tuple[Any, str]:
             old[:] = {"reverse": old[::-1], "empty": [], "halve": old[: len(old) // 2]}[how]
         return doc, f"{how} list {where}"
     new = rng.choice([_variant(old, rng), _variant(old, rng), _get(doc, pick_path(doc, rng))])
-    return _set(doc, path, copy.deepcopy(new)), f"replace {where} ({show(old)} -> {show(new)})"
+    return _set(doc, path, _copied(new)), f"replace {where} ({show(old)} -> {show(new)})"
 
 
 # ---------------------------------------------------------------------------------------------

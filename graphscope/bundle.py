@@ -202,12 +202,16 @@ def _check_version(doc: dict[str, Any], path: Any) -> None:
     if version > SCHEMA_VERSION:
         writer = doc.get("writer")
         by = writer.get("graphscope") if isinstance(writer, dict) else None
+        # The writer's version as a file gives it: shown on one line, quoted where it is not a
+        # plain version number.
+        if by and not (isinstance(by, str) and by.replace(".", "").isalnum() and len(by) < 40):
+            by = show(by)
         reader = f"graphscope {by} or newer" if by else "a newer graphscope"
         raise BundleFormatError(
             path,
-            f"bundle schema version {version}, written by graphscope {by or '(unknown)'}: read "
-            f"it with {reader} (pip install -U graphscope); graphscope {__version__} reads "
-            f"schema versions up to {SCHEMA_VERSION}",
+            f"bundle schema version {show(version)}, written by graphscope "
+            f"{by or '(unknown)'}: read it with {reader} (pip install -U graphscope); "
+            f"graphscope {__version__} reads schema versions up to {SCHEMA_VERSION}",
         )
     if version < 1:
         raise BundleFormatError(path, f"schema_version {version} is not a valid version")
@@ -300,9 +304,10 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
         _fail_on_edges(edges, nodes, path)
     G = nx.DiGraph()
     G.graph.update(doc["metadata"])
-    # The writer stamps the metadata's schema version; a bundle without it reads as if it had
-    # it, so that a graph saved and read again equals the one read (as the DOT reader does).
-    G.graph.setdefault("schema_version", SCHEMA_VERSION)
+    # The writer stamps the metadata's schema version with the document's; a bundle without
+    # it, or with another there, reads as the document's (checked above), so that a graph saved
+    # and read again equals the one read (as the DOT reader does).
+    G.graph["schema_version"] = doc["schema_version"]
     # add_nodes_from and add_edges_from copy every attribute dict and check every item; these
     # are fresh and checked above, so they go into networkx's stores as they are (0.5 s of
     # the 2 s budget for 100,000 nodes; the round-trip tests guard the layout).

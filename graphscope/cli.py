@@ -659,7 +659,18 @@ def _split_record(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv[:i], argv[i:]
 
 
+def _printable_output() -> None:
+    """Names from files may hold what the terminal cannot encode (a JSON string can carry a
+    lone surrogate): shown escaped, not a UnicodeEncodeError halfway through a report."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(AttributeError, ValueError, io.UnsupportedOperation):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _printable_output()
     words = list(sys.argv[1:] if argv is None else argv)
     invocation = ["graphscope", *words]
     program: list[str] | None = None

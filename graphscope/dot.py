@@ -27,11 +27,12 @@ from typing import Any
 
 import networkx as nx
 
-from .contract import check_nodes, check_structure, parse_json
+from .contract import OWNER_TYPES, check_nodes, check_structure, parse_json
 from .dotparse import DotDocument, Node, parse_dot
-from .errors import DotFormatError
+from .errors import DotFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
 from .names import demangle, short_name
+from .recording import check_graph_entry
 
 _TYPE_WORDS = {t: t for t in NODE_TYPES if t not in ("KERNEL", "GRAPH")}
 _TYPE_WORDS["EVENT_WAIT"] = "WAIT_EVENT"  # the DOT's word for CU_GRAPH_NODE_TYPE_WAIT_EVENT
@@ -474,7 +475,13 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                     f"node {name!r} sits in {node.subgraph}, not in cluster_{attrs['graph_id']}",
                     node.line,
                 )
-        owned = attrs.get("bodies", []) + ([attrs["child_graph"]] if "child_graph" in attrs else [])
+        # As the contract counts them: only a GRAPH or CONDITIONAL node owns what it names (a
+        # bundle may carry ``bodies`` on a kernel, and its DOT dump then carries them too).
+        owned = (
+            attrs.get("bodies", []) + ([attrs["child_graph"]] if "child_graph" in attrs else [])
+            if attrs["type"] in OWNER_TYPES
+            else []
+        )
         for gid in owned:
             if gid in owners:
                 raise DotFormatError(
@@ -529,6 +536,11 @@ def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]
     meta = _gs_json(doc.attrs["gs_graph"], path, "gs_graph", None)
     if not isinstance(meta, dict):
         raise DotFormatError(path, "gs_graph is not a JSON object")
+    if "recording" in meta:  # checked, with its defaults, as a bundle's recording section is
+        try:
+            check_graph_entry(meta["recording"], path, "gs_graph.recording")
+        except InputError as exc:
+            raise DotFormatError(path, exc.message) from None
     return meta
 
 

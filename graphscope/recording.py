@@ -14,7 +14,6 @@ in ``graphscope.contract`` are its machine-readable form.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,11 +74,11 @@ class Settings:
         out = cls()
         for name, kind in (("first", int), ("every_s", float), ("window", int)):
             value = data.get(name)
+            # A setting past 2**53 (or not finite) is no setting a recorder wrote: the default.
             if (
                 isinstance(value, (int, float))
                 and not isinstance(value, bool)
-                and math.isfinite(value)
-                and value >= 0
+                and 0 <= value <= 2**53
             ):
                 setattr(out, name, kind(value))
         if isinstance(data.get("attribution"), bool):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
+
+from dash import dcc, html
 
 
 def walk(component: Any) -> Iterator[Any]:
@@ -19,8 +22,21 @@ def walk(component: Any) -> Iterator[Any]:
 
 
 def text(component: Any, sep: str = " ") -> str:
-    """The text a component tree shows, its pieces joined by ``sep``."""
-    return sep.join(c for c in walk(component) if isinstance(c, str))
+    """The text a component tree shows, its pieces joined by ``sep``; a Markdown table's cells
+    as the text they show (the table's pipes and the escapes taken out)."""
+    return sep.join(_shown(component))
+
+
+def _shown(component: Any) -> Iterator[str]:
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from _shown(c)
+    elif isinstance(component, str):
+        yield component
+    elif isinstance(component, dcc.Markdown):
+        yield from (cell for row in table_rows(component) for cell in row if cell)
+    elif getattr(component, "children", None) is not None:
+        yield from _shown(component.children)
 
 
 def by_id(component: Any, component_id: Any) -> Any:
@@ -34,3 +50,21 @@ def by_id(component: Any, component_id: Any) -> Any:
 def ids(component: Any) -> list[Any]:
     """The ids of a tree's components, depth first (those without one left out)."""
     return [c.id for c in walk(component) if getattr(c, "id", None) is not None]
+
+
+_CELL = re.compile(r"(?:\\.|[^|\\])+")
+
+
+def table_rows(component: Any) -> list[list[Any]]:
+    """The rows of the table in a tree, header first where it has one: an ``html.Table``'s
+    cells as components, or a Markdown table's cells as the text they show."""
+    found = [c for c in walk(component) if isinstance(c, (html.Table, dcc.Markdown))]
+    if isinstance(found[0], html.Table):
+        return [list(r.children) for r in walk(found[0]) if isinstance(r, html.Tr)]
+    lines = found[0].children.splitlines()
+    assert re.fullmatch(r"\|( --- \|)+", lines[1]), lines[1]
+    rows = [
+        [re.sub(r"\\(.)", r"\1", c).strip() for c in _CELL.findall(line.strip()[1:-1])]
+        for line in [lines[0], *lines[2:]]
+    ]
+    return rows[1:] if not any(rows[0]) else rows

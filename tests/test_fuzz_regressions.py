@@ -4,8 +4,13 @@ the smallest valid graph that showed it: every graph here keeps the graph contra
 from __future__ import annotations
 
 import copy
+import gzip
 import itertools
+import json
+import os
 import random
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -215,3 +220,92 @@ def test_a_lone_surrogate_in_a_name_saves_as_dot_and_reads_back(
     check_graph(G, "surrogate")
     H = graphscope.load(graphscope.save(G, tmp_path / "g.dot"))
     assert H.nodes[key]["short_name"] == "\ud800x"
+
+
+# What the long campaign (docs/FUZZING.md, "The long run") found in the readers and the CLI.
+
+
+def test_bodies_on_a_kernel_round_trip_through_dot(b1: nx.DiGraph, tmp_path: Path) -> None:
+    G = copy.deepcopy(b1)
+    key = next(k for k, d in G.nodes(data=True) if d["type"] == "KERNEL")
+    G.nodes[key]["bodies"] = [0, 0]  # owns nothing on a kernel, as the contract counts owners
+    path = graphscope.save(G, tmp_path / "g.json")
+    H = graphscope.load(graphscope.save(graphscope.load(path), tmp_path / "g.dot"))
+    assert H.nodes[key]["bodies"] == [0, 0]
+
+
+def test_a_metadata_schema_version_reads_as_the_document_s(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    doc = json.loads(gzip.decompress((SAMPLES / "bundles" / "tiny-llama-b1.json.gz").read_bytes()))
+    doc["metadata"]["schema_version"] = 4294967297
+    path.write_text(json.dumps(doc))
+    G = graphscope.load(path)
+    assert G.graph["schema_version"] == doc["schema_version"]
+    H = graphscope.load(graphscope.save(G, tmp_path / "again.json.gz"))
+    assert H.graph == G.graph
+
+
+def test_a_newer_bundle_s_writer_version_is_shown_on_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    doc = json.loads(gzip.decompress((SAMPLES / "bundles" / "tiny-llama-b1.json.gz").read_bytes()))
+    doc["schema_version"] = 2
+    doc["writer"] = {"graphscope": "0.1.0\n0.1.0"}
+    path.write_text(json.dumps(doc))
+    with pytest.raises(graphscope.GraphscopeError) as caught:
+        graphscope.load(path)
+    assert "\n" not in str(caught.value) and str(path) in str(caught.value)
+
+
+def test_a_dot_recording_section_reads_with_the_defaults_a_bundle_s_gets(
+    b1: nx.DiGraph, tmp_path: Path
+) -> None:
+    index_path = SAMPLES / "recordings" / "gpt-fast" / "pid923" / "recording.json"
+    index = json.loads(index_path.read_text())
+    G = copy.deepcopy(b1)
+    G.graph["recording"] = {k: v for k, v in index["graphs"][0].items() if k != "updates"}
+    dot = graphscope.load(graphscope.save(G, tmp_path / "g.dot"))
+    assert dot.graph["recording"]["updates"] == []
+    assert graphscope.load(graphscope.save(dot, tmp_path / "g.json.gz")).graph == dot.graph
+
+
+def test_a_recording_setting_past_float_range_reads_as_the_default(tmp_path: Path) -> None:
+    from graphscope.recording import Settings
+
+    assert Settings.from_dict({"first": 10**5000, "every_s": float("nan")}) == Settings()
+
+
+def test_a_name_the_terminal_cannot_encode_is_printed_escaped(tmp_path: Path) -> None:
+    doc = json.loads((SAMPLES / "bundles" / "tiny-gpt.buckets.json").read_text())
+    doc["model"] = "tiny\ud800gpt"
+    path = tmp_path / "m.buckets.json"
+    path.write_text(json.dumps(doc))
+    code = (
+        f"import sys; from graphscope.cli import main; sys.exit(main(['buckets', {str(path)!r}]))"
+    )
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"tiny\\ud800gpt" in done.stdout
+
+
+def test_import_trace_with_a_kernel_without_its_mangled_name(tmp_path: Path) -> None:
+    from graphscope.analysis.torch_trace import with_torch_trace
+
+    G = graphscope.load(SAMPLES / "bundles" / "tiny-llama-b1.json.gz")
+    key = next(k for k, d in G.nodes(data=True) if isinstance(d.get("static_shared_mem"), int))
+    del G.nodes[key]["name"]  # optional in the contract
+    H = with_torch_trace(G, SAMPLES / "traces" / "tiny-llama-b1.torch-trace.json.gz")
+    assert H.number_of_nodes() == G.number_of_nodes() and "eager_trace" in H.graph
+
+
+def test_the_timeline_of_a_node_whose_eager_section_has_no_index(b1: nx.DiGraph) -> None:
+    pytest.importorskip("dash")
+    from graphscope.app.timeline import build_timeline
+
+    G = copy.deepcopy(b1)
+    key = next(k for k, d in G.nodes(data=True) if isinstance(d.get("eager"), dict))
+    G.nodes[key]["eager"] = {k: v for k, v in G.nodes[key]["eager"].items() if k != "index"}
+    check_graph(G, "no index")  # optional in the contract
+    assert build_timeline(G, None, G).data

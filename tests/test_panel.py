@@ -3,6 +3,7 @@ child graphs and bodies, and the buffer table in hex."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,8 @@ import pytest
 
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
 
-from dash import html
-from dash_tree import text, walk
+from dash import dcc, html
+from dash_tree import table_rows, text, walk
 from graphscope.app.panel import node_panel
 
 import graphscope
@@ -42,14 +43,12 @@ def _by_id(panel: list[Any], test_id: str) -> Any:
 
 def _kv(panel: list[Any], test_id: str = "node-launch") -> dict[str, str]:
     """A label/value table of the panel as {label: value text}."""
-    rows = [c for c in walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
-    return {_text(r.children[0]): _text(r.children[1]) for r in rows}
+    return {_text(label): _text(value) for label, value in table_rows(_by_id(panel, test_id))}
 
 
 def _rows(panel: list[Any], test_id: str) -> list[list[Any]]:
     """The cells of a table, header row first."""
-    rows = [c for c in walk(_by_id(panel, test_id)) if isinstance(c, html.Tr)]
-    return [list(r.children) for r in rows]
+    return table_rows(_by_id(panel, test_id))
 
 
 def _nav(component: Any) -> dict[str, str]:
@@ -301,13 +300,22 @@ def test_names_from_files_stay_text(llama: nx.DiGraph) -> None:
     key = "graph_1_node_0"
     G.nodes[key]["pointers"] = [dict(p) for p in G.nodes[key]["pointers"]]
     G.nodes[key]["pointers"][1]["buffer"] = "param:<b>x</b>.<script>alert(1)</script>"
+    # Markup of every kind Markdown knows, in a field its text tables show.
+    hostile = "**b** _i_ `c` [l](http://example.com) <i>x</i> | www.example.com \\ &amp; # h"
+    G.nodes[key]["short_name"] = hostile
     panel = node_panel(G, key)
     assert "param:<b>x</b>.<script>alert(1)</script>" in _text(panel)
+    assert _kv(panel)["kernel"] == hostile
     kinds = {type(c).__name__ for c in walk(panel) if not isinstance(c, str)}
     assert kinds <= {
         "H3", "H4", "Div", "P", "Span", "Table", "Tr", "Th", "Td", "Button", "Wbr",
-        "Details", "Summary",
+        "Details", "Summary", "Markdown",
     }  # fmt: skip
+    markdowns = [c for c in walk(panel) if isinstance(c, dcc.Markdown)]
+    assert markdowns and not any(getattr(m, "dangerously_allow_html", False) for m in markdowns)
+    # Every punctuation mark is escaped, so none of it can open markup, a link or a cell.
+    source = next(m.children for m in markdowns if "example" in m.children)
+    assert re.search(r"(?<!\\)[<\[*_`&#]", source.replace("| ", "").replace(" |", "")) is None
 
 
 def test_a_pointer_entry_without_its_address_does_not_break_the_panel(llama: nx.DiGraph) -> None:

@@ -137,7 +137,11 @@ def with_torch_trace(G: nx.DiGraph, path: str | os.PathLike[str]) -> nx.DiGraph:
     static = {
         str(d["name"]): int(d["static_shared_mem"])
         for _, d in G.nodes(data=True)
-        if d.get("type") == "KERNEL" and isinstance(d.get("static_shared_mem"), int)
+        # A kernel's mangled name is optional in the contract: one without it is matched by
+        # no profiler event's name, so its static shared memory is of no use here.
+        if d.get("type") == "KERNEL"
+        and isinstance(d.get("static_shared_mem"), int)
+        and d.get("name")
     }
     trace = encode_eager_trace(records_from_torch_trace(events, mangled, static))
     # The events passed the contract; the trace made of them must too (times relative to
