@@ -26,7 +26,7 @@ from .groups import GROUP, enclosing
 from .marks import mark_traces
 from .panel import node_panel
 from .placement import Layout
-from .search import BUFFER_SEARCH, match_count, search_nodes
+from .search import match_count, search_nodes
 from .state import ViewState, default_grouping, drawn_as, opened_to
 from .timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
 
@@ -203,6 +203,7 @@ class Interaction(Outputs):
     grouping: Any  # the grouping state after it, or no_update
     focus_request: Any  # the node to bring into view (None: leave the view), or no_update
     panel: Any  # the node panel, in the same round trip, or no_update
+    count: Any = dash.no_update  # the match count for the new selection ("3 of 17")
 
 
 _NOTHING = (dash.no_update, dash.no_update, dash.no_update)
@@ -244,7 +245,10 @@ def interact(
         return Interaction(chosen, grouping_after, focus, dash.no_update)
     key = selected if chosen is dash.no_update else chosen
     state = grouping if grouping_after is dash.no_update else grouping_after
-    return Interaction(chosen, grouping_after, focus, panel(view, source_id, key, state))
+    # The count in the same answer: a callback of its own on the selection was one more
+    # round trip, and more work for the page, on every click.
+    count = match_count(matches, key) if chosen is not dash.no_update else dash.no_update
+    return Interaction(chosen, grouping_after, focus, panel(view, source_id, key, state), count)
 
 
 def _choose(
@@ -443,15 +447,3 @@ def timeline_zoom(
     drawn = selected if isinstance(selected, str) and selected in G else None
     figure = build_timeline(G, drawn, shown, window, view.rows(source_id, G, expanded))
     return TimelineZoom(figure, {"source": source_id, "window": list(window) if window else None})
-
-
-def find_buffer(trigger: Any, clicks: Sequence[Any]) -> Any:
-    """A buffer or segment clicked in the panel: the search for every node that touches it."""
-    if not isinstance(trigger, dict) or not any(clicks or []):
-        return dash.no_update  # the links were just drawn, not clicked
-    return BUFFER_SEARCH + str(trigger.get("name"))
-
-
-def counted(selected: Any, found: Any) -> str:
-    """The match count once the selection moved (``3 of 17``)."""
-    return match_count(found, selected)

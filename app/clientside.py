@@ -6,6 +6,10 @@ to the server; each is named for what it does.
 
 from __future__ import annotations
 
+import json
+
+from .search import BUFFER_SEARCH
+
 # ``rings`` once the DAG holding it (its ring trace last) is drawn in the page. What is drawn
 # after the DAG (hover texts, the timeline) waits for this: fetched at once, it arrived first
 # and held up the first paint.
@@ -113,3 +117,16 @@ function(relayout) {
   return moved ? relayout : window.dash_clientside.no_update;
 }
 """
+
+
+# A buffer or segment clicked in the panel: the search for every node that touches it. The
+# links are drawn anew with each panel, which calls this with no clicks: nothing then.
+FIND_BUFFER = """
+function(clicks) {
+  const id = window.dash_clientside.callback_context.triggered_id;
+  if (!id || typeof id !== 'object' || !(clicks || []).some(Boolean)) {
+    return window.dash_clientside.no_update;
+  }
+  return PREFIX + id.name;
+}
+""".replace("PREFIX", json.dumps(BUFFER_SEARCH))

@@ -40,8 +40,6 @@ LINE_PX = 24
 #: The minimap's size in px, and the most columns and rows of its density grid.
 MINIMAP_PX = (220, 150)
 MINIMAP_CELLS = 80
-#: The name of the trace that holds the labels drawn in a zoomed-in view of a large graph.
-ZOOM_LABELS = "labels in view"
 #: Traces before the node traces: the edges, drawn first so that nodes sit on top.
 EDGE_TRACES = 1
 # Row labels closer than this (10 px text) overlap; only rows this far apart are labelled.
@@ -144,21 +142,24 @@ def _nodes(
     marker: dict[str, Any],
     hover: bool,
     showlegend: bool = True,
+    page_labels: bool = True,
 ) -> Any:
     """One clickable trace of nodes: their keys as customdata, names and times on hover.
 
-    Over ``LABEL_LIMIT`` nodes the labels are not drawn but carried in ``meta``: the page draws
-    those of the nodes in view once a zoom leaves room for them (assets/dag-events.js).
+    With ``page_labels`` the labels are carried in ``meta`` and drawn by the page, in a layer
+    of its own over the plot (assets/dag-events.js); else (a file with no page script, the
+    HTML export) Plotly draws them, for a graph of at most ``LABEL_LIMIT`` nodes.
     """
-    labelled = G.number_of_nodes() <= LABEL_LIMIT
+    labels = [node_label(G.nodes[k]) for k in keys]
+    drawn = not page_labels and G.number_of_nodes() <= LABEL_LIMIT
     return Scatter(
-        meta=None if labelled else [node_label(G.nodes[k]) for k in keys],
+        meta=labels if page_labels else None,
         x=[lay.pos[k][0] for k in keys],
         y=[lay.pos[k][1] for k in keys],
-        mode="markers+text" if labelled else "markers",
+        mode="markers+text" if drawn else "markers",
         # Below and above by turns along a row, so that neighbours' labels do not meet.
-        text=[node_label(G.nodes[k]) for k in keys] if labelled else None,
-        textposition=[_above_or_below(lay.pos[k]) for k in keys] if labelled else None,
+        text=labels if drawn else None,
+        textposition=[_above_or_below(lay.pos[k]) for k in keys] if drawn else None,
         textfont={"size": 9, "color": "#333333"},
         customdata=keys,
         # "none", not "skip": a trace that skips hover gets no clicks either.
@@ -262,11 +263,13 @@ def build_figure(
     selected: str | None = None,
     matches: Collection[str] = (),
     hover: bool = True,
+    page_labels: bool = True,
 ) -> go.Figure:
     """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median).
 
     Without ``hover`` the nodes have no hover text yet: ``node_hovers`` gives it, to patch in
-    after the first paint (hover text is most of a large figure's bytes).
+    after the first paint (hover text is most of a large figure's bytes). With
+    ``page_labels`` the dashboard's page draws the node labels (see ``_nodes``).
     """
     svg = G.number_of_nodes() <= SVG_LIMIT
     Scatter = go.Scatter if svg else go.Scattergl
@@ -297,7 +300,7 @@ def build_figure(
             },
             "line": {"width": 0},
         }
-        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, showlegend=False))
+        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, False, page_labels))
     else:
         for kind, members in _by_type(G).items():
             name = f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})"
@@ -306,22 +309,7 @@ def build_figure(
                 "symbol": "square" if kind == GROUP else "circle",
                 "color": TYPE_COLOURS.get(kind, "#444444"),
             }
-            traces.append(_nodes(Scatter, G, lay, members, name, marker, hover))
-    if G.number_of_nodes() > LABEL_LIMIT:
-        # Filled by the page with the labels of the nodes in view when zoomed in far enough.
-        traces.append(
-            go.Scatter(
-                x=[],
-                y=[],
-                # Unseen markers of the nodes' size push the text clear of the node it names.
-                mode="markers+text",
-                marker={"size": 11, "opacity": 0},
-                textfont={"size": 9, "color": "#333333"},
-                hoverinfo="skip",
-                name=ZOOM_LABELS,
-                showlegend=False,
-            )
-        )
+            traces.append(_nodes(Scatter, G, lay, members, name, marker, hover, True, page_labels))
     # Each child or body graph joined to the node that owns it, dotted; after the node
     # traces, whose indices node_hovers counts from EDGE_TRACES.
     if lay.nests:
@@ -368,6 +356,9 @@ def build_figure(
         uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         annotations=row_labels(lay, height),
+        # How the page draws the labels: of every node in view (a graph of at most LABEL_LIMIT
+        # nodes), or once a zoom leaves each node room for its own.
+        meta={"labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed"},
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},
         yaxis=yaxis,

@@ -109,13 +109,15 @@ def _cell(value: Any) -> Any:
     return value if isinstance(value, Component) else _text(value)
 
 
-# CommonMark lets any ASCII punctuation be escaped with a backslash: escaped, a cell's text
-# is only text (no emphasis, code, link, autolink, HTML or table pipe).
-_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
+# Every ASCII punctuation mark as a numeric character reference: Dash's Markdown (remark in
+# GFM mode) decodes it to the character, as text, while nothing written so can open markup, a
+# link, an autolink ("http&#58;//" is none) or a table cell. Backslash escapes are not enough:
+# remark outside CommonMark mode shows "\<" or "\," as written.
+_PUNCTUATION = re.compile(r"[!-/:-@\[-`{-~]")
 
 
 def _md_cell(text: str) -> str:
-    return _PUNCTUATION.sub(r"\\\1", " ".join(text.split())) or " "
+    return _PUNCTUATION.sub(lambda m: f"&#{ord(m.group())};", " ".join(text.split())) or " "
 
 
 def markdown_table(head: list[str], rows: list[list[str]]) -> str:

@@ -105,6 +105,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
             "grouping": Output("grouping", "data"),
             "focus_request": Output("focus-request", "data"),
             "panel": Output("node-panel", "children"),
+            "count": Output("match-count", "children", allow_duplicate=True),
         },
         inputs={
             "dag_click": Input("dag", "clickData"),
@@ -192,23 +193,6 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
     )
     def timeline_zoom(**values: Any) -> dict[str, Any]:
         return callbacks.timeline_zoom(view, **values).outputs()
-
-    @app.callback(
-        Output("search", "value"),
-        Input({"type": "buffer", "name": ALL}, "n_clicks"),
-        prevent_initial_call=True,
-    )
-    def find_buffer(clicks: list[Any]) -> Any:
-        return callbacks.find_buffer(dash.ctx.triggered_id, clicks)
-
-    @app.callback(
-        Output("match-count", "children", allow_duplicate=True),
-        Input("selected", "data"),
-        State("matches", "data"),
-        prevent_initial_call=True,
-    )
-    def counted(selected: Any, found: Any) -> str:
-        return callbacks.counted(selected, found)
 
 
 def _register_other_pages(app: dash.Dash, view: ViewState) -> None:
@@ -315,5 +299,13 @@ def _register_clientside(app: dash.Dash) -> None:
         Input("grouping", "data"),
     )
     wire(clientside.KEYS, Output("keys", "data"), Input("keys", "id"))
+    # In the browser: the panel's buffer links are drawn on every click, and a server callback
+    # on them was a round trip each time, to learn that none was clicked.
+    wire(
+        clientside.FIND_BUFFER,
+        Output("search", "value"),
+        Input({"type": "buffer", "name": ALL}, "n_clicks"),
+        prevent_initial_call=True,
+    )
     wire(clientside.WHEN_PAINTED, Output("painted", "data"), Input("rings", "data"))
     wire(clientside.X_CHANGES, Output("timeline-zoom", "data"), Input("timeline", "relayoutData"))

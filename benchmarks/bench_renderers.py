@@ -292,7 +292,13 @@ def scenes(names: list[str]) -> Iterator[Scene]:
         opened = overview(levels) if name in ("deep-overview", "llama") else all_groups(levels)
         shown = collapsed(G, levels, opened)
         lay = layout(shown)
-        yield Scene(name, G.number_of_nodes(), shown, lay, build_figure(shown, lay, hover=False))
+        yield Scene(
+            name,
+            G.number_of_nodes(),
+            shown,
+            lay,
+            build_figure(shown, lay, hover=False, page_labels=False),
+        )
 
 
 def _app(assets: Path, head: str, body: Any) -> dash.Dash:

@@ -52,7 +52,7 @@ def ids(component: Any) -> list[Any]:
     return [c.id for c in walk(component) if getattr(c, "id", None) is not None]
 
 
-_CELL = re.compile(r"(?:\\.|[^|\\])+")
+_REFERENCE = re.compile(r"&#(\d+);")
 
 
 def table_rows(component: Any) -> list[list[Any]]:
@@ -64,7 +64,8 @@ def table_rows(component: Any) -> list[list[Any]]:
     lines = found[0].children.splitlines()
     assert re.fullmatch(r"\|( --- \|)+", lines[1]), lines[1]
     rows = [
-        [re.sub(r"\\(.)", r"\1", c).strip() for c in _CELL.findall(line.strip()[1:-1])]
+        # Cells split at the table's pipes: a cell's own are character references.
+        [_REFERENCE.sub(lambda m: chr(int(m.group(1))), c).strip() for c in line[2:-2].split(" | ")]
         for line in [lines[0], *lines[2:]]
     ]
     return rows[1:] if not any(rows[0]) else rows

@@ -345,7 +345,8 @@ def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> N
     assert node_label(rest) in ("layers 1..223 x223", "repeats 2..224")
     # Every drawn node is labelled: the overview is small enough for that.
     fig = build_figure(shown, layout(shown))
-    texts = [t for trace in fig.data if trace.mode == "markers+text" for t in trace.text]
+    texts = [t for trace in fig.data if isinstance(trace.meta, tuple) for t in trace.meta]
+    assert fig.layout.meta["labels"] == "always"  # the page draws each one in view
     assert len(texts) == shown.number_of_nodes() and all(texts)
 
 

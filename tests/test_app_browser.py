@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,12 @@ def browser() -> Iterator[Any]:
     driver = headless_chromium()
     yield driver
     driver.quit()
+
+
+# The node labels the page draws, in its own layer over the DAG (assets/dag-events.js).
+_LABELS_IN_VIEW = (
+    "return [...document.querySelectorAll('#dag svg.gs-labels text')].map(t => t.textContent);"
+)
 
 
 def _wait(driver: Any, css: str, timeout: float = 20) -> Any:
@@ -156,8 +164,12 @@ def test_collapse_all_then_a_click_opens_a_layer(browser: Any) -> None:
         WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: d.find_element(By.ID, "collapsed-note").text.startswith("8 groups")
         )
-        labels = browser.find_elements(By.CSS_SELECTOR, "#dag .scatterlayer .textpoint text")
-        assert {"layers.0", "layers 1..3 x3"} <= {t.text for t in labels}
+        wait_labels = WebDriverWait(
+            browser, 20, ignored_exceptions=[StaleElementReferenceException]
+        )
+        wait_labels.until(
+            lambda d: {"layers.0", "layers 1..3 x3"} <= set(d.execute_script(_LABELS_IN_VIEW))
+        )
     finally:
         server.shutdown()
 
@@ -353,9 +365,10 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
     try:
         browser.get(url)
         _wait(browser, "#dag .scatterlayer .trace .points path")
-        labels = {t.text for t in browser.find_elements(By.CSS_SELECTOR, "#dag .textpoint text")}
         # The first layer kernel by kernel, named by op; the other 223 layers as one block.
-        assert {"mm", "silu", "layers 1..223 x223"} <= labels
+        wait.until(
+            lambda d: {"mm", "silu", "layers 1..223 x223"} <= set(d.execute_script(_LABELS_IN_VIEW))
+        )
         before = browser.execute_script(_RANGES)
         search = browser.find_element(By.ID, "search")
         search.send_keys("sdpa", Keys.ENTER)
@@ -418,13 +431,6 @@ def test_a_node_id_on_the_report_opens_the_node_in_the_dag(browser: Any) -> None
         server.shutdown()
 
 
-_LABELS_IN_VIEW = """
-const gd = document.querySelector('#dag .js-plotly-plot');
-const t = gd.data.find(t => t.name === 'labels in view');
-return t ? Array.from(t.text || []) : null;
-"""
-
-
 def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: Any) -> None:
     """Expand all on the 10,780-node sample: it opens on its first rows with the minimap
     showing where; a click on the minimap moves the view; a zoom in draws node labels."""
@@ -465,7 +471,38 @@ def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: An
         wait.until(lambda d: len(d.execute_script(_LABELS_IN_VIEW) or []) > 20)
         shown = browser.execute_script(_LABELS_IN_VIEW)
         assert {"mm", "mul"} & set(shown)
-        drawn = browser.find_elements(By.CSS_SELECTOR, "#dag .textpoint text")
-        assert len([t for t in drawn if t.text]) >= len(shown)
+        # Each label sits by its node: inside the plot area, on the page.
+        boxes = browser.execute_script(
+            "return [...document.querySelectorAll('#dag svg.gs-labels text')]"
+            ".map(t => t.getBoundingClientRect()).map(b => [b.width, b.height]);"
+        )
+        assert len(boxes) == len(shown) and all(w > 0 and h > 0 for w, h in boxes)
+    finally:
+        server.shutdown()
+
+
+def test_a_buffer_clicked_in_the_panel_finds_every_node_that_touches_it(browser: Any) -> None:
+    """The panel's buffer links search in the page itself: the search box takes the buffer,
+    the DAG marks the nodes that touch it, and the count says how many."""
+    url, server = serve_in_thread([BUNDLES / "tiny-llama-b1.json.gz"])
+    wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
+    try:
+        browser.get(url + "?file=f0&node=graph_1_node_0")
+        link = wait.until(
+            ec.element_to_be_clickable((By.CSS_SELECTOR, "#node-buffers button.link"))
+        )
+        name = json.loads(link.get_attribute("id"))["name"]  # Dash writes a dict id as JSON
+        assert not browser.find_element(By.ID, "search").get_attribute("value")
+        link.click()
+        wait.until(lambda d: d.find_element(By.ID, "search").get_attribute("value"))
+        assert browser.find_element(By.ID, "search").get_attribute("value") == "buffer:" + name
+        # The selected node touches it: "1 of N" (or "N matches" with it elsewhere).
+        wait.until(lambda d: re.fullmatch(r"\d+ of \d+|\d+ match(es)?", _text(d, "match-count")))
+        found = browser.execute_script(
+            "const gd = document.querySelector('#dag .js-plotly-plot');"
+            "const t = gd.data.find(t => (t.name || '').startsWith('matches'));"
+            "return t ? t.x.length : 0;"
+        )
+        assert found >= 1
     finally:
         server.shutdown()

@@ -29,10 +29,14 @@ def test_a_small_graph_opens_whole_and_labelled() -> None:
     lay = placement.layout(G)
     fig = figure.build_figure(G, lay)
     assert fig.layout.yaxis.autorange == "reversed"  # the whole graph in view
-    names = [t.name for t in fig.data]
-    assert figure.ZOOM_LABELS not in names
+    assert fig.layout.meta["labels"] == "always"  # the page labels every node in view
     nodes = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
+    assert all(t.mode == "markers" and len(t.meta) == len(t.customdata) for t in nodes)
+    # A file with no page script (the HTML export) has Plotly draw them.
+    exported = figure.build_figure(G, lay, page_labels=False)
+    nodes = [t for t in exported.data if t.customdata is not None and len(t.customdata)]
     assert all(t.mode == "markers+text" and t.meta is None for t in nodes)
+    assert [len(t.text) for t in nodes] == [len(t.customdata) for t in nodes]
 
 
 def test_a_large_view_opens_on_its_first_lines_with_labels_for_zoom(deep_expanded) -> None:
@@ -52,8 +56,7 @@ def test_a_large_view_opens_on_its_first_lines_with_labels_for_zoom(deep_expande
         assert len(trace.meta) == len(trace.customdata)
         key = trace.customdata[0]
         assert trace.meta[0] == figure.node_label(view.nodes[key])
-    labels = [t for t in fig.data if t.name == figure.ZOOM_LABELS]
-    assert len(labels) == 1 and len(labels[0].x) == 0
+    assert fig.layout.meta["labels"] == "zoomed"  # once a zoom leaves room for them
     assert fig.data[-1].name == "selected"  # the selection ring stays the last trace
 
 
