@@ -112,7 +112,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str) -> Path:
     """
     p = Path(path)
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        # A name from a file may hold a lone surrogate (JSON can carry "\ud800"), which UTF-8
+        # cannot: written as its escape, valid text in HTML, JSON and JS strings alike.
+        data = data.encode("utf-8", errors="backslashreplace")
     target = Path(os.path.realpath(p)) if p.is_symlink() else p
     folder = target.parent
     if target.is_dir():

@@ -309,3 +309,16 @@ def test_the_timeline_of_a_node_whose_eager_section_has_no_index(b1: nx.DiGraph)
     G.nodes[key]["eager"] = {k: v for k, v in G.nodes[key]["eager"].items() if k != "index"}
     check_graph(G, "no index")  # optional in the contract
     assert build_timeline(G, None, G).data
+
+
+def test_an_html_export_of_a_graph_with_a_lone_surrogate(b1: nx.DiGraph, tmp_path: Path) -> None:
+    pytest.importorskip("dash")
+    from graphscope.app.report_html import report_html
+
+    from graphscope.output import write_atomic
+
+    G = copy.deepcopy(b1)
+    G.graph["captured_at"] = "\ud800"  # a bundle's JSON can carry it
+    check_graph(G, "surrogate")
+    out = write_atomic(tmp_path / "g.html", report_html(G, "g"))
+    assert "\\ud800" in out.read_text(encoding="utf-8")
