@@ -31,8 +31,11 @@
       layer = document.createElementNS(SVG, 'svg');
       layer.setAttribute('class', 'gs-labels');
       layer.style.cssText = 'position: absolute; pointer-events: none; overflow: hidden;';
-      holder.appendChild(layer);
     }
+    // Over the plot, under Plotly's top layer (its hover labels, zoom box, menus): the second
+    // of its main-svg elements, after the one that holds the plot.
+    const top = holder.querySelectorAll(':scope > svg.main-svg')[1] || null;
+    if (layer.nextSibling !== top || layer.parentNode !== holder) holder.insertBefore(layer, top);
     return layer;
   }
 
