@@ -95,7 +95,12 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Scattergl]:
+def _edges(
+    G: nx.DiGraph, lay: Layout, arrows: bool, page_arrows: bool = False
+) -> list[go.Scatter | go.Scattergl]:
+    """The edges as one trace. With ``arrows``, each edge is its own segment stopping short
+    of its target; with ``page_arrows`` too, the page draws the arrowheads at those ends (in
+    its layer over the plot, assets/dag-events.js), else Plotly does, as markers."""
     xs: list[float | None] = []
     ys: list[float | None] = []
     for a, b in G.edges():
@@ -117,6 +122,21 @@ def _edges(G: nx.DiGraph, lay: Layout, arrows: bool) -> list[go.Scatter | go.Sca
     line = {"color": "#9a9a9a", "width": 1}
     if not arrows:
         return [go.Scattergl(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]
+    if page_arrows:
+        # Plotly draws a marker for each end of each edge (the start's of size 0, needed for
+        # the arrow's angle) and places each on every redraw: on tiny-llama's 211 edges that
+        # was most of a zoom's 157 ms. The page draws the heads as one path.
+        return [
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line=line,
+                hoverinfo="skip",
+                name="edges",
+                showlegend=False,
+            )
+        ]
     sizes = [0 if i % 3 == 0 else 9 for i in range(len(xs))]
     marker = {"symbol": "arrow", "angleref": "previous", "size": sizes, "color": "#9a9a9a"}
     return [
@@ -273,7 +293,7 @@ def build_figure(
     """
     svg = G.number_of_nodes() <= SVG_LIMIT
     Scatter = go.Scatter if svg else go.Scattergl
-    traces: list[Any] = list(_edges(G, lay, arrows=svg))
+    traces: list[Any] = list(_edges(G, lay, arrows=svg, page_arrows=page_labels))
     assert len(traces) == EDGE_TRACES
     keys = list(G.nodes)
     times = [replay_us(G.nodes[k]) for k in keys] if _coloured_by_time(G, colour) else []
@@ -358,7 +378,10 @@ def build_figure(
         annotations=row_labels(lay, height),
         # How the page draws the labels: of every node in view (a graph of at most LABEL_LIMIT
         # nodes), or once a zoom leaves each node room for its own.
-        meta={"labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed"},
+        meta={
+            "labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
+            "arrows": svg and page_labels,  # the page draws the edges' arrowheads
+        },
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},
         yaxis=yaxis,

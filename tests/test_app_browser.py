@@ -491,6 +491,14 @@ def test_a_buffer_clicked_in_the_panel_finds_every_node_that_touches_it(browser:
         link = wait.until(
             ec.element_to_be_clickable((By.CSS_SELECTOR, "#node-buffers button.link"))
         )
+        # The page draws each edge's arrowhead, one triangle of one path per edge ending in
+        # view (of tiny-llama's 211), beside the labels of the nodes in view.
+        arrows = (
+            "const p = document.querySelector('#dag svg.gs-labels path.gs-arrowheads');"
+            "return p ? (p.getAttribute('d').match(/M/g) || []).length : 0;"
+        )
+        wait.until(lambda d: 10 <= d.execute_script(arrows) <= 211)  # zoomed to the node
+        assert 10 <= len(browser.execute_script(_LABELS_IN_VIEW)) <= 212
         name = json.loads(link.get_attribute("id"))["name"]  # Dash writes a dict id as JSON
         assert not browser.find_element(By.ID, "search").get_attribute("value")
         link.click()

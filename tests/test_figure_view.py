@@ -30,6 +30,12 @@ def test_a_small_graph_opens_whole_and_labelled() -> None:
     fig = figure.build_figure(G, lay)
     assert fig.layout.yaxis.autorange == "reversed"  # the whole graph in view
     assert fig.layout.meta["labels"] == "always"  # the page labels every node in view
+    # Each edge a segment [start, end short of its target, None], its head drawn by the page.
+    edges = fig.data[figure.EDGE_TRACES - 1]
+    assert fig.layout.meta["arrows"] and edges.mode == "lines"
+    assert (
+        len(edges.x) == 3 * G.number_of_edges() and edges.x[2::3] == (None,) * G.number_of_edges()
+    )
     nodes = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
     assert all(t.mode == "markers" and len(t.meta) == len(t.customdata) for t in nodes)
     # A file with no page script (the HTML export) has Plotly draw them.
@@ -37,6 +43,7 @@ def test_a_small_graph_opens_whole_and_labelled() -> None:
     nodes = [t for t in exported.data if t.customdata is not None and len(t.customdata)]
     assert all(t.mode == "markers+text" and t.meta is None for t in nodes)
     assert [len(t.text) for t in nodes] == [len(t.customdata) for t in nodes]
+    assert not exported.layout.meta["arrows"] and exported.data[0].marker.symbol == "arrow"
 
 
 def test_a_large_view_opens_on_its_first_lines_with_labels_for_zoom(deep_expanded) -> None:

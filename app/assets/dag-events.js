@@ -13,7 +13,9 @@
 //    larger graph once a zoom leaves each node room for its label (layout.meta.labels says
 //    which). Plotly measures each of its text labels on every redraw: on tiny-llama's 212
 //    labelled nodes in headless Chromium a zoom took 200 ms with Plotly's labels and 50 to 60
-//    ms with this layer. The layer follows a drag as it moves (plotly_relayouting).
+//    ms with this layer. The edges' arrowheads are drawn here too, as one path (figure._edges):
+//    Plotly's arrow markers were most of what was left. The layer follows a drag as it
+//    moves (plotly_relayouting).
 // 3. The minimap (figure.minimap) shows the DAG's view as a rectangle over the whole graph; a
 //    click on it centres the view there, at the same zoom.
 (function () {
@@ -21,6 +23,7 @@
   const MOST = 400;     // labels drawn at once: figure.LABEL_LIMIT
   const ROOM_PX = 40;   // px per x unit: labels alternate above and below, so each has two units
   const SVG = 'http://www.w3.org/2000/svg';
+  const HEAD_PX = 8;    // an arrowhead's length
 
   // The layer over the plot area, made again if a new plot replaced the old one's container.
   function labelLayer(gd) {
@@ -86,7 +89,38 @@
       text.textContent = label;  // text, never markup: labels come from files
       texts.appendChild(text);
     }
+    const heads = arrowheads(gd, xa, ya, x0, x1, ylo, yhi);
+    if (heads) texts.appendChild(heads);
     layer.replaceChildren(texts);
+  }
+
+  // The arrowheads of the edges ending in view, as one path: each edge is a segment of the
+  // edges trace, [start, end, null], and its head points along it on the screen, whatever
+  // the zoom's aspect. None for a graph Plotly draws with WebGL (figure.SVG_LIMIT).
+  function arrowheads(gd, xa, ya, x0, x1, ylo, yhi) {
+    if (!(gd._fullLayout.meta && gd._fullLayout.meta.arrows)) return null;
+    const edges = gd.data.find((t) => t.name === 'edges');
+    if (!edges || !edges.x) return null;
+    const xs = edges.x, ys = edges.y, parts = [];
+    for (let i = 0; i + 1 < xs.length; i += 3) {
+      const ex = xs[i + 1], ey = ys[i + 1];
+      if (ex < x0 || ex > x1 || ey < ylo || ey > yhi) continue;
+      const px = xa.l2p(ex), py = ya.l2p(ey);
+      const dx = px - xa.l2p(xs[i]), dy = py - ya.l2p(ys[i]);
+      const norm = Math.hypot(dx, dy);
+      if (!norm) continue;
+      const ux = dx / norm, uy = dy / norm;
+      const bx = px - HEAD_PX * ux, by = py - HEAD_PX * uy;
+      const wx = -uy * HEAD_PX * 0.45, wy = ux * HEAD_PX * 0.45;
+      parts.push(`M${px.toFixed(1)},${py.toFixed(1)}L${(bx + wx).toFixed(1)},` +
+        `${(by + wy).toFixed(1)}L${(bx - wx).toFixed(1)},${(by - wy).toFixed(1)}Z`);
+    }
+    if (!parts.length) return null;
+    const path = document.createElementNS(SVG, 'path');
+    path.setAttribute('class', 'gs-arrowheads');
+    path.setAttribute('d', parts.join(''));
+    path.setAttribute('fill', '#9a9a9a');
+    return path;
   }
 
   function minimapOf() {
