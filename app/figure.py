@@ -125,7 +125,7 @@ def _edges(
     if page_arrows:
         # Plotly draws a marker for each end of each edge (the start's of size 0, needed for
         # the arrow's angle) and places each on every redraw: on tiny-llama's 211 edges that
-        # was most of a zoom's 157 ms. The page draws the heads as one path.
+        # was most of a zoom's 157 ms (84 ms without them). The page draws the heads as one path.
         return [
             go.Scatter(
                 x=xs,

@@ -18,7 +18,16 @@ from typing import Any, cast
 
 import networkx as nx
 
-from .contract import NODE, NODE_PART, NODE_RULE, Record, check_graph, shaped_rows_ok, show
+from .contract import (
+    NODE,
+    NODE_PART,
+    NODE_RULE,
+    OWNER_TYPES,
+    Record,
+    check_graph,
+    shaped_rows_ok,
+    show,
+)
 from .errors import BundleFormatError, InputError
 from .model import SCHEMA_VERSION
 from .recording import check_graph_entry
@@ -203,6 +212,24 @@ def _foreign_schema(doc: dict[str, Any]) -> str:
     )
 
 
+def _default_parents(nodes: dict[str, dict[str, Any]]) -> None:
+    """A node without ``parent`` gets the GRAPH or CONDITIONAL node that owns its graph, or
+    None, as the DOT reader gives it (the contract then checks what it holds)."""
+    if all("parent" in d for d in nodes.values()):
+        return
+    owners: dict[Any, str] = {}
+    for key, d in nodes.items():
+        if d.get("type") in OWNER_TYPES:
+            bodies = d.get("bodies") if isinstance(d.get("bodies"), list) else []
+            for gid in [*bodies, *([d["child_graph"]] if "child_graph" in d else [])]:
+                if isinstance(gid, int):
+                    owners.setdefault(gid, key)
+    for d in nodes.values():
+        if "parent" not in d:
+            gid = d.get("graph_id")
+            d["parent"] = owners.get(gid) if isinstance(gid, int) else None
+
+
 def _check_version(doc: dict[str, Any], path: Any) -> None:
     version = doc.get("schema_version")
     if type(version) is not int:
@@ -336,6 +363,7 @@ def from_document(doc: Any, path: Any = None) -> nx.DiGraph:
                 except InputError as exc:
                     raise BundleFormatError(path, exc.message) from None
             G.graph[attr] = body[entry_name]
+    _default_parents(nodes)
     if "root_graph_ids" not in G.graph:  # as the DOT reader gives them: graphs no node owns
         roots = {d.get("graph_id") for d in nodes.values() if d.get("parent") is None}
         G.graph["root_graph_ids"] = sorted(r for r in roots if isinstance(r, int))

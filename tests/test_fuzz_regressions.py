@@ -338,3 +338,21 @@ def test_gs_attribute_unescaping_is_the_pattern_s_in_string_methods() -> None:
     value = {"a": "\\" * 1000 + '"x"'}
     written = json.dumps(value).replace("\\", "\\\\").replace('"', '\\"')  # as dotwrite does
     assert json.loads(_gs_value(written)) == value
+
+
+def test_a_bundle_node_without_parent_gets_the_dot_reader_s(tmp_path: Path) -> None:
+    G = graphscope.load(SAMPLES / "dot" / "explicit-all-types" / "flags-verbose.dot")
+    inner = next(k for k, d in G.nodes(data=True) if d["parent"] is not None)
+    doc_path = graphscope.save(G, tmp_path / "g.json")
+    doc = json.loads(doc_path.read_text())
+    for shape in doc["nodes"]["shapes"]:  # no node says where it sits
+        if "parent" in shape["fields"]:
+            shape["fields"][shape["fields"].index("parent")] = "elsewhere"
+        shape["constants"].pop("parent", None)
+    doc_path.write_text(json.dumps(doc))
+    H = graphscope.load(doc_path)
+    assert H.nodes[inner]["parent"] == G.nodes[inner]["parent"]
+    assert (
+        graphscope.load(graphscope.save(H, tmp_path / "g.dot")).nodes(data=True)[inner]
+        == (H.nodes[inner])
+    )
