@@ -220,8 +220,11 @@ def _default_parents(nodes: dict[str, dict[str, Any]]) -> None:
     owners: dict[Any, str] = {}
     for key, d in nodes.items():
         if d.get("type") in OWNER_TYPES:
-            bodies = d.get("bodies") if isinstance(d.get("bodies"), list) else []
-            for gid in [*bodies, *([d["child_graph"]] if "child_graph" in d else [])]:
+            bodies = d.get("bodies")
+            owned: list[Any] = list(bodies) if isinstance(bodies, list) else []
+            if "child_graph" in d:
+                owned.append(d["child_graph"])
+            for gid in owned:
                 if isinstance(gid, int):
                     owners.setdefault(gid, key)
     for d in nodes.values():
