@@ -536,7 +536,6 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
             G.nodes[owner].setdefault("empty_graphs", []).append(gid)
     roots = sorted({d["graph_id"] for _, d in G.nodes(data=True) if d["parent"] is None})
     G.graph.update(_graph_metadata(doc, path))
-    G.graph.setdefault("schema_version", SCHEMA_VERSION)
     G.graph.setdefault("root_graph_ids", roots)
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
     check_structure(G, path, DotFormatError)
@@ -545,8 +544,10 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
 
 def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]:
     """The graph metadata graphscope's DOT writer keeps in ``gs_graph`` (none elsewhere)."""
+    # The schema the graph is read in: a DOT file has no version of its own, and a stamp in
+    # gs_graph is its writer's, read as the bundle reader reads its metadata's.
     if "gs_graph" not in doc.attrs:
-        return {}
+        return {"schema_version": SCHEMA_VERSION}
     meta = _gs_json(doc.attrs["gs_graph"], path, "gs_graph", None)
     if not isinstance(meta, dict):
         raise DotFormatError(path, "gs_graph is not a JSON object")
@@ -555,7 +556,7 @@ def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]
             check_graph_entry(meta["recording"], path, "gs_graph.recording")
         except InputError as exc:
             raise DotFormatError(path, exc.message) from None
-    return meta
+    return {**meta, "schema_version": SCHEMA_VERSION}
 
 
 def _empty_graph(doc: DotDocument, path: str | Path | None) -> nx.DiGraph:
@@ -570,7 +571,6 @@ def _empty_graph(doc: DotDocument, path: str | Path | None) -> nx.DiGraph:
         raise DotFormatError(path, "the DOT graph has no nodes")
     G = nx.DiGraph()
     G.graph.update(_graph_metadata(doc, path))
-    G.graph.setdefault("schema_version", SCHEMA_VERSION)
     G.graph.setdefault("root_graph_ids", [int(clusters[0].group(1))] if clusters else [])
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
     check_structure(G, path, DotFormatError)

@@ -312,7 +312,7 @@ def _render_timing(s: dict[str, Any], w: Write) -> None:
         w(f"  graph replay: {us(replay)}")
         if timing.cpu_launch_us is not None:
             w(f" (CPU launch {us(timing.cpu_launch_us)})")
-        if eager:
+        if eager and replay:  # a replay of 0 us gives no ratio: none shown
             w(f"; {eager / replay:.1f}x faster than eager")
         w("\n")
     elif timing.replay_us is not None:

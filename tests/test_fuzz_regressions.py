@@ -356,3 +356,29 @@ def test_a_bundle_node_without_parent_gets_the_dot_reader_s(tmp_path: Path) -> N
         graphscope.load(graphscope.save(H, tmp_path / "g.dot")).nodes(data=True)[inner]
         == (H.nodes[inner])
     )
+
+
+def test_inspect_of_a_replay_of_0_us_shows_no_ratio(b1: nx.DiGraph, tmp_path: Path) -> None:
+    from graphscope.analysis.summary import summarize
+    from graphscope.text import render_summary
+
+    G = copy.deepcopy(b1)
+    G.graph["timing"] = {**G.graph["timing"], "replay_wall_us": 0}
+    check_graph(G, "replay 0")
+    lines: list[str] = []
+    render_summary("g", summarize(G), lines.append)
+    text = "".join(lines)
+    assert "graph replay: " in text and "faster than eager" not in text
+
+
+def test_a_dot_gs_graph_schema_version_reads_as_the_reader_s(
+    b1: nx.DiGraph, tmp_path: Path
+) -> None:
+    G = copy.deepcopy(b1)
+    G.graph["schema_version"] = 2147483648  # the writer's stamp, mutated
+    dot = graphscope.load(graphscope.save(G, tmp_path / "g.dot"))
+    from graphscope.model import SCHEMA_VERSION
+
+    assert dot.graph["schema_version"] == SCHEMA_VERSION  # as the bundle reader reads it
+    again = graphscope.load(graphscope.save(dot, tmp_path / "g.json.gz"))
+    assert again.graph == dot.graph
