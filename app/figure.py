@@ -170,8 +170,8 @@ def _nodes(
     of its own over the plot (assets/dag-events.js); else (a file with no page script, the
     HTML export) Plotly draws them, for a graph of at most ``LABEL_LIMIT`` nodes.
     """
-    labels = [node_label(G.nodes[k]) for k in keys]
     drawn = not page_labels and G.number_of_nodes() <= LABEL_LIMIT
+    labels = [node_label(G.nodes[k]) for k in keys] if page_labels or drawn else None
     return Scatter(
         meta=labels if page_labels else None,
         x=[lay.pos[k][0] for k in keys],

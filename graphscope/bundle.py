@@ -22,9 +22,9 @@ from .contract import (
     NODE,
     NODE_PART,
     NODE_RULE,
-    OWNER_TYPES,
     Record,
     check_graph,
+    claimed_graphs,
     shaped_rows_ok,
     show,
 )
@@ -219,14 +219,9 @@ def _default_parents(nodes: dict[str, dict[str, Any]]) -> None:
         return
     owners: dict[Any, str] = {}
     for key, d in nodes.items():
-        if d.get("type") in OWNER_TYPES:
-            bodies = d.get("bodies")
-            owned: list[Any] = list(bodies) if isinstance(bodies, list) else []
-            if "child_graph" in d:
-                owned.append(d["child_graph"])
-            for gid in owned:
-                if isinstance(gid, int):
-                    owners.setdefault(gid, key)
+        for gid in claimed_graphs(d):
+            if isinstance(gid, int):
+                owners.setdefault(gid, key)
     for d in nodes.values():
         if "parent" not in d:
             gid = d.get("graph_id")

@@ -493,6 +493,19 @@ NODE_PART = Record(NODE)
 OWNER_TYPES = ("GRAPH", "CONDITIONAL")
 _OWNERS = frozenset(OWNER_TYPES)
 
+
+def claimed_graphs(data: dict[str, Any]) -> list[Any]:
+    """The graph ids a node names as its own, as read (not yet checked): a GRAPH node's child
+    graph, a CONDITIONAL node's bodies; none for a node of any other type."""
+    if data.get("type") not in _OWNERS:
+        return []
+    bodies = data.get("bodies")
+    return [
+        *(bodies if isinstance(bodies, list) else ()),
+        *([data["child_graph"]] if "child_graph" in data else []),
+    ]
+
+
 _TRACE_DIMS = ListOf(Maybe(Int(1, (1 << 31) - 1)), 3)
 #: The eager trace (docs/FORMAT.md, ``eager_trace``): its CUDA calls and its GPU work.
 API_COLUMNS: dict[str, Rule] = {
@@ -906,9 +919,7 @@ def _check_owners(
     claims: dict[int, str] = {}
     kinds = map(itemgetter("type"), datas)
     for key in compress(nodes, map(_OWNERS.__contains__, kinds)):
-        data = nodes[key]
-        owned = data.get("bodies", []) + ([data["child_graph"]] if "child_graph" in data else [])
-        for gid in owned:
+        for gid in claimed_graphs(nodes[key]):
             if gid in claims:
                 raise error(path, f"graph {gid} is claimed by both {claims[gid]} and {key}")
             claims[gid] = key

@@ -27,7 +27,7 @@ from typing import Any
 
 import networkx as nx
 
-from .contract import OWNER_TYPES, check_nodes, check_structure, parse_json
+from .contract import check_nodes, check_structure, claimed_graphs, parse_json
 from .dotparse import DotDocument, Node, parse_dot
 from .errors import DotFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
@@ -491,12 +491,7 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                 )
         # As the contract counts them: only a GRAPH or CONDITIONAL node owns what it names (a
         # bundle may carry ``bodies`` on a kernel, and its DOT dump then carries them too).
-        owned = (
-            attrs.get("bodies", []) + ([attrs["child_graph"]] if "child_graph" in attrs else [])
-            if attrs["type"] in OWNER_TYPES
-            else []
-        )
-        for gid in owned:
+        for gid in claimed_graphs(attrs):
             if gid in owners:
                 raise DotFormatError(
                     path, f"graph_{gid} is claimed by both {owners[gid]} and {name}", node.line
