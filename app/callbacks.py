@@ -225,7 +225,8 @@ def interact(
     """What a click chose (``_choose``) and the panel for it, in one round trip (a panel of
     its own waited for this callback's answer: two round trips per click).
 
-    ``trigger`` is the id of what was used: ``dag`` or ``timeline`` (with its click data),
+    ``trigger`` is the id of what was used: ``dag-pick`` (the node a click in the DAG is on,
+    shaped as Plotly's click data) or ``timeline`` (with its click data),
     ``prev``, ``next``, ``collapse-all``, ``expand-all``, ``source``, or a ``nav`` or
     ``collapse`` link's id (with the clicks of all such links).
     """
@@ -311,7 +312,7 @@ def _choose(
     chosen, grouping_after, _ = show(key)
     # A click on the DAG leaves the view where it is; one on the timeline brings the node
     # into view.
-    return chosen, grouping_after, (None if trigger == "dag" else key)
+    return chosen, grouping_after, (None if trigger == "dag-pick" else key)
 
 
 @dataclass

@@ -162,18 +162,18 @@ def _nodes(
     marker: dict[str, Any],
     hover: bool,
     showlegend: bool = True,
-    page_labels: bool = True,
+    in_page: bool = True,
 ) -> Any:
     """One clickable trace of nodes: their keys as customdata, names and times on hover.
 
-    With ``page_labels`` the labels are carried in ``meta`` and drawn by the page, in a layer
+    With ``in_page`` the labels are carried in ``meta`` and drawn by the page, in a layer
     of its own over the plot (assets/dag-events.js); else (a file with no page script, the
     HTML export) Plotly draws them, for a graph of at most ``LABEL_LIMIT`` nodes.
     """
-    drawn = not page_labels and G.number_of_nodes() <= LABEL_LIMIT
-    labels = [node_label(G.nodes[k]) for k in keys] if page_labels or drawn else None
+    drawn = not in_page and G.number_of_nodes() <= LABEL_LIMIT
+    labels = [node_label(G.nodes[k]) for k in keys] if in_page or drawn else None
     return Scatter(
-        meta=labels if page_labels else None,
+        meta=labels if in_page else None,
         x=[lay.pos[k][0] for k in keys],
         y=[lay.pos[k][1] for k in keys],
         mode="markers+text" if drawn else "markers",
@@ -283,17 +283,19 @@ def build_figure(
     selected: str | None = None,
     matches: Collection[str] = (),
     hover: bool = True,
-    page_labels: bool = True,
+    in_page: bool = True,
 ) -> go.Figure:
     """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median).
 
     Without ``hover`` the nodes have no hover text yet: ``node_hovers`` gives it, to patch in
-    after the first paint (hover text is most of a large figure's bytes). With
-    ``page_labels`` the dashboard's page draws the node labels (see ``_nodes``).
+    after the first paint (hover text is most of a large figure's bytes). ``in_page``: the
+    figure is drawn in the dashboard's page, whose script (assets/dag-events.js) draws the
+    node labels and arrowheads and finds the node a click is on; else (the HTML export)
+    Plotly does all three.
     """
     svg = G.number_of_nodes() <= SVG_LIMIT
     Scatter = go.Scatter if svg else go.Scattergl
-    traces: list[Any] = list(_edges(G, lay, arrows=svg, page_arrows=page_labels))
+    traces: list[Any] = list(_edges(G, lay, arrows=svg, page_arrows=in_page))
     assert len(traces) == EDGE_TRACES
     keys = list(G.nodes)
     times = [replay_us(G.nodes[k]) for k in keys] if _coloured_by_time(G, colour) else []
@@ -320,7 +322,7 @@ def build_figure(
             },
             "line": {"width": 0},
         }
-        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, False, page_labels))
+        traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, False, in_page))
     else:
         for kind, members in _by_type(G).items():
             name = f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})"
@@ -329,7 +331,7 @@ def build_figure(
                 "symbol": "square" if kind == GROUP else "circle",
                 "color": TYPE_COLOURS.get(kind, "#444444"),
             }
-            traces.append(_nodes(Scatter, G, lay, members, name, marker, hover, True, page_labels))
+            traces.append(_nodes(Scatter, G, lay, members, name, marker, hover, True, in_page))
     # Each child or body graph joined to the node that owns it, dotted; after the node
     # traces, whose indices node_hovers counts from EDGE_TRACES.
     if lay.nests:
@@ -371,7 +373,10 @@ def build_figure(
         margin={"l": 10, "r": 10, "t": 34, "b": 10},
         plot_bgcolor="white",
         dragmode="pan",
-        clickmode="event",
+        # In the page, a click is answered by the page's script, which finds the node under
+        # the pointer itself: Plotly's click searched for it again (a hover pass and its
+        # label) before it said which, 23 to 42 ms of each click on tiny-llama in Chromium.
+        clickmode="none" if in_page else "event",
         hovermode="closest",
         uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
@@ -380,7 +385,7 @@ def build_figure(
         # nodes), or once a zoom leaves each node room for its own.
         meta={
             "labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
-            "arrows": svg and page_labels,  # the page draws the edges' arrowheads
+            "arrows": svg and in_page,  # the page draws the edges' arrowheads
         },
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},

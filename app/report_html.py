@@ -120,7 +120,7 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             f'<p class="muted">{G.number_of_nodes()} nodes: repeated layers and groups folded '
             "as the dashboard first shows them.</p>"
         )
-    figures = [build_figure(shown, layout(shown), "time", page_labels=False)]
+    figures = [build_figure(shown, layout(shown), "time", in_page=False)]
     if has_timeline(G):
         figures.append(build_timeline(G, None, shown))
     for fig in figures:

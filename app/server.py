@@ -108,7 +108,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
             "count": Output("match-count", "children", allow_duplicate=True),
         },
         inputs={
-            "dag_click": Input("dag", "clickData"),
+            "dag_click": Input("dag-pick", "data"),
             "timeline_click": Input("timeline", "clickData"),
             "nav_clicks": Input({"type": "nav", "key": ALL}, "n_clicks"),
             "collapse_clicks": Input({"type": "collapse", "group": ALL}, "n_clicks"),

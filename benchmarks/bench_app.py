@@ -111,9 +111,9 @@ _WATCH = """
 window.__panelShown = undefined;
 window.__clickAt = undefined;
 const key = arguments[0];
-// From the button's release, before Plotly's own work on it (its hover search, then its
-// plotly_click): the user's click, not Plotly's event.
-document.addEventListener('mouseup', () => { window.__clickAt = performance.now(); },
+// From the button's release (the event's own time stamp, taken before any handler of the
+// page or of Plotly ran): the user's click, not Plotly's event or the page's answer to it.
+document.addEventListener('mouseup', (event) => { window.__clickAt = event.timeStamp; },
                           {capture: true, once: true});
 const observer = new MutationObserver(() => {
   const panel = document.getElementById('node-panel');

@@ -12,7 +12,7 @@ plotly.js, or the dash-cytoscape component), so that each pays Dash's own start-
 - ``plotly``: ``figure.build_figure`` on ``placement.layout`` of the view, drawn by a
   ``dcc.Graph`` with the app's assets (its plotly.js of scatter, scattergl and bar, and
   dag-events.js), Plotly drawing the labels as the app did when the figures in
-  docs/DASHBOARD.md were measured (``page_labels=False``; the app now draws them in a layer
+  docs/DASHBOARD.md were measured (``in_page=False``; the app now draws them in a layer
   of its own, with the edges' arrowheads: tiny-llama's zoom is 84 ms instead of about 200);
 - ``cytoscape``: dash-cytoscape's ``Cytoscape`` (Cytoscape.js 3.28, canvas), ``preset`` layout
   at the pixel positions Plotly gave the nodes in its first view, labels (shown from the same
@@ -299,7 +299,7 @@ def scenes(names: list[str]) -> Iterator[Scene]:
             G.number_of_nodes(),
             shown,
             lay,
-            build_figure(shown, lay, hover=False, page_labels=False),
+            build_figure(shown, lay, hover=False, in_page=False),
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,41 @@ def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
         ActionChains(browser).move_to_element(widest).pause(0.3).click().perform()
         title = _wait(browser, "#node-title")
         assert title.text and "eager duration" in browser.find_element(By.ID, "node-timing").text
+    finally:
+        server.shutdown()
+
+
+def test_a_drag_pans_and_selects_nothing_and_a_click_takes_the_node_under_it(
+    browser: Any,
+) -> None:
+    """The page finds the clicked node itself (assets/dag-events.js): a press that moves is a
+    pan, not a click, and a click between nodes selects nothing."""
+    url, server = serve_in_thread([BUNDLES / "tiny-gpt-b1.json.gz"])
+    nodes = "#dag .scatterlayer .trace:nth-child(2) .points path"
+    try:
+        browser.get(url)
+        _wait(browser, nodes)
+        points = browser.find_elements(By.CSS_SELECTOR, nodes)
+        ranges = "const gd = document.querySelector('#dag .js-plotly-plot');"
+        ranges += "return gd._fullLayout.xaxis.range.slice();"
+        before = browser.execute_script(ranges)
+        ActionChains(browser).move_to_element(points[7]).click_and_hold().move_by_offset(
+            60, 0
+        ).release().perform()
+        WebDriverWait(browser, 10).until(lambda d: d.execute_script(ranges) != before)
+        # A click where no node is: the empty top-left of the plot area, under the legend.
+        area = browser.find_element(By.CSS_SELECTOR, "#dag .nsewdrag")
+        ActionChains(browser).move_to_element_with_offset(area, 0, 0).click().perform()
+        time.sleep(1.5)  # what a wrong selection would need to arrive: a round trip, a render
+        assert not browser.find_elements(By.ID, "node-title")  # neither selected anything
+        points = browser.find_elements(By.CSS_SELECTOR, nodes)
+        key = browser.execute_script(
+            "const gd = document.querySelector('#dag .js-plotly-plot');"
+            "return gd.data[1].customdata[3];"
+        )
+        ActionChains(browser).move_to_element(points[3]).pause(0.2).click().perform()
+        _wait(browser, "#node-title")
+        assert key in browser.find_element(By.ID, "node-panel").text
     finally:
         server.shutdown()
 

@@ -84,7 +84,7 @@ def test_a_large_graph_draws_its_overview_with_a_fold_and_kept_views(view: ViewS
 def test_clicking_a_node_selects_it_and_brings_its_panel(view: ViewState) -> None:
     G = graphscope.load(LLAMA)
     key = "graph_1_node_47"
-    done = callbacks.interact(view, "dag", source_id=SMALL, dag_click=_click(key))
+    done = callbacks.interact(view, "dag-pick", source_id=SMALL, dag_click=_click(key))
     assert done.selected == key
     assert done.grouping is dash.no_update  # already in view: the figure is left alone
     assert done.focus_request is None  # a click in the DAG leaves the view where it is
@@ -94,7 +94,7 @@ def test_clicking_a_node_selects_it_and_brings_its_panel(view: ViewState) -> Non
     on_timeline = callbacks.interact(view, "timeline", source_id=SMALL, timeline_click=_click(key))
     assert (on_timeline.selected, on_timeline.focus_request) == (key, key)
     # A click on nothing (plotly's click between points) changes nothing.
-    missed = callbacks.interact(view, "dag", source_id=SMALL, dag_click={"points": []})
+    missed = callbacks.interact(view, "dag-pick", source_id=SMALL, dag_click={"points": []})
     assert all(v is dash.no_update for v in missed.outputs().values())
     # A newly picked file clears the selection and the folds.
     picked = callbacks.interact(view, "source", source_id=LARGE, selected=key)
@@ -126,7 +126,7 @@ def test_opening_and_folding_groups_changes_the_drawn_view(view: ViewState) -> N
     assert G is not None
     before = _drawn_keys(callbacks.draw(view, LARGE, "type", None, None, None).figure)
     # A click on the fold of layers 1..223 opens it to one square per layer.
-    opened = callbacks.interact(view, "dag", source_id=LARGE, dag_click=_click("group:" + RUN))
+    opened = callbacks.interact(view, "dag-pick", source_id=LARGE, dag_click=_click("group:" + RUN))
     assert opened.selected is dash.no_update and RUN in opened.grouping["toggled"]
     after = _drawn_keys(callbacks.draw(view, LARGE, "type", None, opened.grouping, None).figure)
     assert "group:" + RUN not in after
@@ -348,7 +348,7 @@ def test_dash_wires_a_click_to_the_selection_and_its_panel() -> None:
         return {"id": component, "property": prop, "value": value}
 
     inputs = [
-        spec("dag.clickData", _click(key)),
+        spec("dag-pick.data", _click(key)),
         spec("timeline.clickData"),
         [],  # no nav links drawn yet
         [],  # nor collapse links
@@ -365,7 +365,7 @@ def test_dash_wires_a_click_to_the_selection_and_its_panel() -> None:
             "outputs": [spec(o) for o in outputs],
             "inputs": inputs,
             "state": [spec("matches.data", []), spec("selected.data"), spec("grouping.data")],
-            "changedPropIds": ["dag.clickData"],
+            "changedPropIds": ["dag-pick.data"],
         },
     )
     assert reply.status_code == 200, reply.get_data(as_text=True)

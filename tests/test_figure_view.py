@@ -39,7 +39,7 @@ def test_a_small_graph_opens_whole_and_labelled() -> None:
     nodes = [t for t in fig.data if t.customdata is not None and len(t.customdata)]
     assert all(t.mode == "markers" and len(t.meta) == len(t.customdata) for t in nodes)
     # A file with no page script (the HTML export) has Plotly draw them.
-    exported = figure.build_figure(G, lay, page_labels=False)
+    exported = figure.build_figure(G, lay, in_page=False)
     nodes = [t for t in exported.data if t.customdata is not None and len(t.customdata)]
     assert all(t.mode == "markers+text" and t.meta is None for t in nodes)
     assert [len(t.text) for t in nodes] == [len(t.customdata) for t in nodes]
