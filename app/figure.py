@@ -121,7 +121,11 @@ def _edges(
         ys += [y0, y1] if not arrows else [y0, y1, None]
     line = {"color": "#9a9a9a", "width": 1}
     if not arrows:
-        return [go.Scattergl(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]
+        # SVG, not WebGL, although the nodes are WebGL here: Plotly draws only the part of an
+        # SVG line in view, and WebGL has no GPU in headless Chromium. Measured on the
+        # 10,780-node sample expanded: a pan took 170 to 250 ms to its second frame with
+        # WebGL edges, 104 to 142 ms with these (bench_app.py).
+        return [go.Scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]
     if page_arrows:
         # Plotly draws a marker for each end of each edge (the start's of size 0, needed for
         # the arrow's angle) and places each on every redraw: on tiny-llama's 211 edges that
@@ -450,26 +454,12 @@ def minimap(lay: Layout) -> go.Figure:
         margin={"l": 2, "r": 2, "t": 2, "b": 2},
         plot_bgcolor="white",
         dragmode=False,
-        # Fixed ranges: left to autorange, a move of the view's rectangle (a shape) made
-        # plotly range the axes over the rectangle alone.
+        # Fixed ranges: the page draws the rectangle of the DAG's view over them (a div,
+        # assets/dag-events.js), in these axes' units.
         hovermode="closest",
         showlegend=False,
         xaxis={"visible": False, "fixedrange": True, "range": [x0, x1]},
         yaxis={"visible": False, "fixedrange": True, "range": [y1, y0]},
-        # The rectangle of the DAG's view, placed by the page.
-        shapes=[
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "x0": 0,
-                "x1": 0,
-                "y0": 0,
-                "y1": 0,
-                "line": {"color": "#d62728", "width": 2},
-                "visible": False,
-            }
-        ],
         height=MINIMAP_PX[1],
         width=MINIMAP_PX[0],
     )

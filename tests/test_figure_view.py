@@ -77,7 +77,6 @@ def test_minimap_counts_every_node_on_a_bounded_grid(deep_expanded) -> None:
     (x0, x1), (y1, y0) = fig.layout.xaxis.range, fig.layout.yaxis.range
     assert all(x0 < x < x1 for x in cells.x) and all(y0 < y < y1 for y in cells.y)
     assert x0 < min(x for x, _ in lay.pos.values()) and y1 > max(y for _, y in lay.pos.values())
-    assert fig.layout.shapes[0].type == "rect"
     assert (fig.layout.width, fig.layout.height) == figure.MINIMAP_PX
 
 
