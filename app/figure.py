@@ -125,7 +125,17 @@ def _edges(
         # SVG line in view, and WebGL has no GPU in headless Chromium. Measured on the
         # 10,780-node sample expanded: a pan took 170 to 250 ms to its second frame with
         # WebGL edges, 104 to 142 ms with these (bench_app.py).
-        return [go.Scatter(x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", name="edges")]
+        return [
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line=line,
+                hoverinfo="skip",
+                name="edges",
+                showlegend=False,
+            )
+        ]
     if page_arrows:
         # Plotly draws a marker for each end of each edge (the start's of size 0, needed for
         # the arrow's angle) and places each on every redraw: on tiny-llama's 211 edges that
