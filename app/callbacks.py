@@ -26,7 +26,7 @@ from .groups import GROUP, enclosing
 from .marks import mark_traces
 from .panel import node_panel
 from .placement import Layout
-from .search import match_count, search_nodes
+from .search import match_count
 from .state import ViewState, default_grouping, drawn_as, opened_to
 from .timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
 
@@ -125,7 +125,7 @@ def draw(
     if source.error is not None or source.graph is None:
         return Drawing(status=html.Div(source.error, className="error", id="load-error"))
     G = source.graph
-    found, warning = search_nodes(G, search)
+    found, warning = view.matches(source.id, G, search)
     notes: list[Any] = []
     if not has_timing(G):
         notes.append(html.Div(untimed(G), className="muted", id="no-timing"))
@@ -221,6 +221,7 @@ def interact(
     matches: Sequence[str] | None = None,
     selected: str | None = None,
     grouping: Any = None,
+    search: Any = None,
 ) -> Interaction:
     """What a click chose (``_choose``) and the panel for it, in one round trip (a panel of
     its own waited for this callback's answer: two round trips per click).
@@ -229,7 +230,15 @@ def interact(
     shaped as Plotly's click data) or ``timeline`` (with its click data),
     ``prev``, ``next``, ``collapse-all``, ``expand-all``, ``source``, or a ``nav`` or
     ``collapse`` link's id (with the clicks of all such links).
+
+    ``search``: the search box's text. The matches are found from it here, not taken from
+    the ``matches`` store alone: a search typed and then "next" clicked sends the text (the
+    box commits it as it loses focus to the button) with the store not yet redrawn, and the
+    first "next" found nothing.
     """
+    G = view.graph(source_id)
+    if isinstance(search, str) and G is not None and source_id is not None:
+        matches = view.matches(source_id, G, search)[0]
     chosen, grouping_after, focus = _choose(
         view,
         trigger,

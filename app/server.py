@@ -123,6 +123,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
         },
         state={
             "matches": State("matches", "data"),
+            "search": State("search", "value"),
             "selected": State("selected", "data"),
             "grouping": State("grouping", "data"),
         },

@@ -23,6 +23,7 @@ from graphscope.recording import is_recording
 
 from .groups import all_groups, collapsed, group_levels, overview
 from .placement import Layout, layout
+from .search import search_nodes
 from .sources import RecordedRun, Registry, sample_files, sample_recordings
 from .timeline import Row, timeline_rows
 
@@ -31,6 +32,8 @@ from .timeline import Row, timeline_rows
 VIEWS_KEPT = 9
 #: Timeline rows kept, likewise: a zoom redraws from them (1.4 million calls at 100k nodes).
 ROWS_KEPT = 5
+#: Searches kept (matches by file and search text): the draw and the steps through matches.
+SEARCHES_KEPT = 8
 
 
 def default_grouping(source_id: str) -> dict[str, Any]:
@@ -89,6 +92,9 @@ class ViewState:
         default_factory=dict, repr=False
     )
     _rows: dict[tuple[str, frozenset[str]], list[Row]] = field(default_factory=dict, repr=False)
+    _searches: dict[tuple[str, str], tuple[list[str], str | None]] = field(
+        default_factory=dict, repr=False
+    )
 
     @classmethod
     def over(cls, paths: Iterable[str | Path] = ()) -> ViewState:
@@ -189,6 +195,17 @@ class ViewState:
             shown = collapsed(G, self.levels(source_id, G), expanded)
             self._views[key] = (shown, layout(shown))
         return self._views[key]
+
+    def matches(
+        self, source_id: str, G: nx.DiGraph, text: str | None
+    ) -> tuple[list[str], str | None]:
+        """The nodes a search finds, in order, and its warning (``search.search_nodes``)."""
+        key = (source_id, (text or "").strip())
+        if key not in self._searches:
+            if len(self._searches) >= SEARCHES_KEPT:
+                self._searches.pop(next(iter(self._searches)), None)
+            self._searches[key] = search_nodes(G, text)
+        return self._searches[key]
 
     def rows(self, source_id: str, G: nx.DiGraph, expanded: set[str]) -> list[Row]:
         """The timeline's rows for this view."""

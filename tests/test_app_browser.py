@@ -432,6 +432,11 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
         wait.until(lambda d: d.current_url.endswith(f"node={following}"))
         browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_LEFT)
         wait.until(lambda d: d.current_url.endswith(f"node={node}"))
+        # A search typed and "next" clicked at once, no Enter: the first press finds it.
+        browser.find_element(By.ID, "search").send_keys("rsqrt")
+        browser.find_element(By.ID, "next").click()
+        wait.until(lambda d: _text(d, "match-count") == "1 of 449")
+        wait.until(lambda d: "rsqrt" in _text(d, "node-title"))
     finally:
         server.shutdown()
 

@@ -191,6 +191,12 @@ def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     assert callbacks.draw(view, LARGE, "type", "sdpa", step.grouping, third).count == "3 of 224"
     nothing = callbacks.interact(view, "next", source_id=LARGE, matches=[])
     assert nothing.selected is dash.no_update
+    # "next" clicked straight after typing: the box's text arrives, the matches store is
+    # not yet redrawn (still empty, or the last search's). The text decides.
+    typed = callbacks.interact(view, "next", source_id=LARGE, matches=[], search="sdpa")
+    assert typed.selected == found[0] and typed.count == "1 of 224"
+    stale = callbacks.interact(view, "next", source_id=LARGE, matches=["x"], search="sdpa")
+    assert stale.selected == found[0]
 
 
 def test_a_buffer_clicked_in_the_panel_searches_the_nodes_that_touch_it(
@@ -364,7 +370,12 @@ def test_dash_wires_a_click_to_the_selection_and_its_panel() -> None:
             "output": output,
             "outputs": [spec(o) for o in outputs],
             "inputs": inputs,
-            "state": [spec("matches.data", []), spec("selected.data"), spec("grouping.data")],
+            "state": [
+                spec("matches.data", []),
+                spec("search.value"),
+                spec("selected.data"),
+                spec("grouping.data"),
+            ],
             "changedPropIds": ["dag-pick.data"],
         },
     )
