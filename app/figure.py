@@ -120,37 +120,16 @@ def _edges(
         xs += [x0, x1] if not arrows else [x0, x1, None]
         ys += [y0, y1] if not arrows else [y0, y1, None]
     line = {"color": "#9a9a9a", "width": 1}
-    if not arrows:
-        # SVG, not WebGL, although the nodes are WebGL here: Plotly draws only the part of an
-        # SVG line in view, and WebGL has no GPU in headless Chromium. Measured on the
-        # 10,780-node sample expanded: a pan took 170 to 250 ms to its second frame with
-        # WebGL edges, 104 to 142 ms with these (bench_app.py).
-        return [
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line=line,
-                hoverinfo="skip",
-                name="edges",
-                showlegend=False,
-            )
-        ]
-    if page_arrows:
-        # Plotly draws a marker for each end of each edge (the start's of size 0, needed for
-        # the arrow's angle) and places each on every redraw: on tiny-llama's 211 edges that
-        # was most of a zoom's 157 ms (84 ms without them). The page draws the heads as one path.
-        return [
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line=line,
-                hoverinfo="skip",
-                name="edges",
-                showlegend=False,
-            )
-        ]
+    if not arrows or page_arrows:
+        # A plain line. Without arrows (over SVG_LIMIT nodes) it is SVG, not WebGL, although
+        # the nodes are WebGL there: Plotly draws only the part of an SVG line in view, and
+        # WebGL has no GPU in headless Chromium. Measured on the 10,780-node sample expanded:
+        # a pan took 170 to 250 ms to its second frame with WebGL edges, 104 to 142 ms with
+        # this. With ``page_arrows`` the page draws the heads as one path: Plotly's arrow
+        # markers (below) are placed on every redraw, and on tiny-llama's 211 edges they were
+        # most of a zoom's 157 ms (84 ms without them).
+        plain = {"mode": "lines", "line": line, "hoverinfo": "skip", "showlegend": False}
+        return [go.Scatter(x=xs, y=ys, name="edges", **plain)]
     sizes = [0 if i % 3 == 0 else 9 for i in range(len(xs))]
     marker = {"symbol": "arrow", "angleref": "previous", "size": sizes, "color": "#9a9a9a"}
     return [
