@@ -162,31 +162,37 @@
     return typeof best === 'string' ? best : null;
   }
 
-  function watchClicks(gd) {
-    let down = null;
-    // Capture, on the plot's div: before Plotly's own handlers, which start a drag on it.
-    gd.addEventListener('mousedown', (event) => {
-      down = event.button === 0 ? [event.clientX, event.clientY] : null;
-    }, true);
-    // On the document: once a press moves, Plotly covers the page with its drag layer.
-    document.addEventListener('mouseup', (event) => {
-      const start = down;
-      down = null;
-      if (!start || event.button !== 0 || !window.dash_clientside) return;
-      if (Math.hypot(event.clientX - start[0], event.clientY - start[1]) > SLOP_PX) return;
-      const area = gd.querySelector('.nsewdrag');  // the plot area, where a drag starts
-      if (!area || !gd._fullLayout || !gd._fullData) return;
-      const box = area.getBoundingClientRect();
-      const px = event.clientX - box.left, py = event.clientY - box.top;
-      if (px < 0 || py < 0 || px > box.width || py > box.height) return;
-      const key = nodeAt(gd, px, py);
-      // `at`: a second click on the same node is a change of the store too.
-      if (key) {
-        window.dash_clientside.set_props('dag-pick', {data: {points: [{customdata: key}],
-                                                             at: Date.now()}});
-      }
-    }, true);
+  // One pair of listeners for the page, on whichever DAG plot is drawn now: a listener per
+  // plot would keep each replaced plot (a 100,000-node one among them) alive in its closure.
+  let down = null;  // where the left button went down on the DAG's plot, if it did
+  function dagPlot() {
+    return document.querySelector('#dag .js-plotly-plot');
   }
+  // Capture: before Plotly's own handlers, which start a drag on the plot.
+  document.addEventListener('mousedown', (event) => {
+    const gd = dagPlot();
+    down = event.button === 0 && gd && gd.contains(event.target) ?
+      [event.clientX, event.clientY] : null;
+  }, true);
+  // On the document: once a press moves, Plotly covers the page with its drag layer.
+  document.addEventListener('mouseup', (event) => {
+    const start = down;
+    down = null;
+    const gd = dagPlot();
+    if (!start || !gd || event.button !== 0 || !window.dash_clientside) return;
+    if (Math.hypot(event.clientX - start[0], event.clientY - start[1]) > SLOP_PX) return;
+    const area = gd.querySelector('.nsewdrag');  // the plot area, where a drag starts
+    if (!area || !gd._fullLayout || !gd._fullData) return;
+    const box = area.getBoundingClientRect();
+    const px = event.clientX - box.left, py = event.clientY - box.top;
+    if (px < 0 || py < 0 || px > box.width || py > box.height) return;
+    const key = nodeAt(gd, px, py);
+    // `at`: a second click on the same node is a change of the store too.
+    if (key) {
+      window.dash_clientside.set_props('dag-pick', {data: {points: [{customdata: key}],
+                                                           at: Date.now()}});
+    }
+  }, true);
 
   function minimapOf() {
     return document.querySelector('#minimap .js-plotly-plot');
@@ -254,14 +260,13 @@
   }
 
   function watch() {
-    const gd = document.querySelector('#dag .js-plotly-plot');
+    const gd = dagPlot();
     // dcc.Graph binds its listeners once per plot div, after its first Plotly.react; `_ev` is
     // the event emitter Plotly gives the div (its `on` and `removeAllListeners` wrap it).
     if (!gd || !gd._ev || gd._ev.listeners('plotly_relayout').length === 0) return;
     watchMinimap(gd);
     if (gd.__graphscope) return;  // ours is the only listener left
     gd.removeAllListeners('plotly_relayout');
-    watchClicks(gd);
     const viewed = () => {
       drawLabels(gd);
       showView(gd);
