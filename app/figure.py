@@ -379,6 +379,9 @@ def build_figure(
         meta={
             "labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
             "arrows": svg and in_page,  # the page draws the edges' arrowheads
+            # The page gives Plotly only what is in and around the view (WebGL has no GPU in
+            # headless Chromium; dag-events.js, "culling").
+            "cull": not svg and in_page,
         },
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},

@@ -12,7 +12,7 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,7 @@ def default_grouping(source_id: str) -> dict[str, Any]:
 
 
 def opened_to(
-    state: dict[str, Any], base: set[str], chain: list[str], want: bool = True
+    state: dict[str, Any], base: Set[str], chain: list[str], want: bool = True
 ) -> dict[str, Any]:
     """``state`` with every group of ``chain`` open (or shut, with ``want`` False); ``base``
     is what its default opens. The same state comes back when nothing changes."""
@@ -87,7 +87,8 @@ class ViewState:
     start: str = "graph"  # the page shown when the address names none
     uploads: Path | None = None  # where dropped files are written; made on the first
     _levels: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
-    _overviews: dict[str, set[str]] = field(default_factory=dict, repr=False)
+    _groups: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
+    _overviews: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
     _views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = field(
         default_factory=dict, repr=False
     )
@@ -164,14 +165,21 @@ class ViewState:
             self._levels[source_id] = group_levels(G)
         return self._levels[source_id]
 
-    def base(self, source_id: str, G: nx.DiGraph, default: str) -> set[str]:
+    def groups(self, source_id: str, G: nx.DiGraph) -> frozenset[str]:
+        """Every group of the source's graph. Kept: each click asks for them, and on the
+        10,780-node sample making the set was 6 of a click's 8 ms in the server."""
+        if source_id not in self._groups:
+            self._groups[source_id] = frozenset(all_groups(self.levels(source_id, G)))
+        return self._groups[source_id]
+
+    def base(self, source_id: str, G: nx.DiGraph, default: str) -> frozenset[str]:
         """The groups open before any toggle, for a grouping's ``default``."""
         if default == "collapsed":
-            return set()
+            return frozenset()
         if default == "expanded":
-            return all_groups(self.levels(source_id, G))
+            return self.groups(source_id, G)
         if source_id not in self._overviews:
-            self._overviews[source_id] = overview(self.levels(source_id, G))
+            self._overviews[source_id] = frozenset(overview(self.levels(source_id, G)))
         return self._overviews[source_id]
 
     def grouping_of(self, source_id: str, grouping: Any) -> dict[str, Any]:
@@ -183,8 +191,8 @@ class ViewState:
     def expanded(self, source_id: str, G: nx.DiGraph, grouping: Any) -> set[str]:
         """The expanded groups a grouping state asks for (a stale or missing one: the default)."""
         state = self.grouping_of(source_id, grouping)
-        groups = all_groups(self.levels(source_id, G))
-        return (self.base(source_id, G, state["default"]) ^ set(state["toggled"])) & groups
+        opened = self.base(source_id, G, state["default"]) ^ set(state["toggled"])
+        return set(opened & self.groups(source_id, G))
 
     def view(self, source_id: str, G: nx.DiGraph, expanded: set[str]) -> tuple[nx.DiGraph, Layout]:
         """The graph drawn with these groups expanded (the rest folded) and its placement."""

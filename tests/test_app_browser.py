@@ -388,6 +388,20 @@ _RANGES = (
 )
 
 
+# The DAG's nodes in view: of the whole figure the page holds, and of what Plotly was given
+# (assets/dag-events.js culls a WebGL view to a window around it); and how many it was given.
+_NODES_IN_VIEW = """
+const gd = document.querySelector('#dag .js-plotly-plot');
+const [x0, x1] = [...gd._fullLayout.xaxis.range].sort((a, b) => a - b);
+const [y0, y1] = [...gd._fullLayout.yaxis.range].sort((a, b) => a - b);
+const nodes = (data) => data.filter(t => t.customdata && t.hoverinfo !== 'skip');
+const inView = (data) => nodes(data).flatMap(t => t.customdata.filter((k, i) =>
+  t.x[i] >= x0 && t.x[i] <= x1 && t.y[i] >= y0 && t.y[i] <= y1)).sort();
+return [inView(gd.__gsCull ? gd.__gsCull.full : gd.data), inView(gd.data),
+        nodes(gd.data).reduce((n, t) => n + t.customdata.length, 0), !!gd.__gsRecull];
+"""
+
+
 def _text(driver: Any, element_id: str) -> str:
     found = driver.find_elements(By.ID, element_id)
     return str(found[0].text) if found else ""
@@ -474,7 +488,9 @@ def test_a_node_id_on_the_report_opens_the_node_in_the_dag(browser: Any) -> None
 
 def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: Any) -> None:
     """Expand all on the 10,780-node sample: it opens on its first rows with the minimap
-    showing where; a click on the minimap moves the view; a zoom in draws node labels."""
+    showing where; a click on the minimap moves the view; a zoom in draws node labels.
+    Plotly is given only the nodes in and around the view, and every node in view after
+    the view moves far."""
     url, server = serve_in_thread([DEEP])
     wait = WebDriverWait(browser, 30, ignored_exceptions=[StaleElementReferenceException])
     try:
@@ -492,12 +508,19 @@ def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: An
         wait.until(lambda d: json.loads(box.get_attribute("data-view"))[2:] == [y_low, y_high])
         assert 10 < box.size["height"] < 60 and box.size["width"] > 50  # near the top, wide
         assert browser.execute_script(_LABELS_IN_VIEW) == []  # 17 px a node: no room yet
+        whole, given, plotted, _ = browser.execute_script(_NODES_IN_VIEW)
+        assert len(whole) > 1000 and given == whole
+        assert plotted < 10780 // 2  # culled: the window, not all
         # A click low on the minimap takes the view there, at the same zoom.
         box = browser.find_element(By.CSS_SELECTOR, "#minimap .nsewdrag")
         ActionChains(browser).move_to_element_with_offset(
             box, 0, int(box.size["height"] * 0.3)
         ).pause(0.3).click().perform()
         wait.until(lambda d: d.execute_script(_RANGES)[1][0] > 250)
+        # Out of the first window: Plotly is given the new view's nodes.
+        wait.until(lambda d: not d.execute_script(_NODES_IN_VIEW)[3])
+        whole, given, plotted, _ = browser.execute_script(_NODES_IN_VIEW)
+        assert len(whole) > 1000 and given == whole and plotted < 10780 // 2
         (nx0, nx1), (ny_low, ny_high) = browser.execute_script(_RANGES)
         assert abs((ny_low - ny_high) - (y_low - y_high)) < 1e-6
         assert abs((nx1 - nx0) - (x1 - x0)) < 1e-6

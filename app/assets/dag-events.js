@@ -240,6 +240,144 @@
     box.dataset.view = JSON.stringify([x0, x1, y0, y1]);
   }
 
+
+  // 5. Culling: see the top. Plotly draws what a trace holds; the page holds the rest.
+  const CULL_MIN = 500;     // a trace of fewer points is drawn whole
+  const CULL_MARGIN = 0.5;  // the window: the view and this much of it again on each side
+
+  // A layout's axis ranges as [x0, x1, y0, y1], low to high; null where one is not set.
+  function rangesOf(xa, ya) {
+    if (!xa || !ya || !Array.isArray(xa.range) || !Array.isArray(ya.range)) return null;
+    const r = [...xa.range, ...ya.range].map(Number);
+    if (!r.every(Number.isFinite)) return null;
+    return [Math.min(r[0], r[1]), Math.max(r[0], r[1]), Math.min(r[2], r[3]), Math.max(r[2], r[3])];
+  }
+
+  function windowAround(r) {
+    const w = (r[1] - r[0]) * CULL_MARGIN, h = (r[3] - r[2]) * CULL_MARGIN;
+    return [r[0] - w, r[1] + w, r[2] - h, r[3] + h];
+  }
+
+  function within(r, win) {
+    return r[0] >= win[0] && r[1] <= win[1] && r[2] >= win[2] && r[3] <= win[3];
+  }
+
+  // The trace with each per-point array (x, y, customdata, meta, hovertext, marker sizes and
+  // colours: any of the trace's length) cut to the points at `keep`.
+  function pick(t, keep) {
+    const n = t.x.length;
+    const cut = (obj, skip) => {
+      const out = Object.assign({}, obj);
+      for (const k of Object.keys(obj)) {
+        if (!skip.includes(k) && Array.isArray(obj[k]) && obj[k].length === n) {
+          out[k] = keep.map((i) => obj[k][i]);
+        }
+      }
+      return out;
+    };
+    const out = cut(t, ['marker']);
+    if (t.marker && typeof t.marker === 'object') out.marker = cut(t.marker, ['colorscale']);
+    return out;
+  }
+
+  // The nodes in the window, and each axis's outermost node: Plotly's autoscale then still
+  // fits the whole graph, not the window.
+  function cullPoints(t, win) {
+    const xs = t.x, ys = t.y, keep = [];
+    let [ix0, ix1, iy0, iy1] = [0, 0, 0, 0];
+    for (let i = 0; i < xs.length; i++) {
+      const x = xs[i], y = ys[i];
+      if (x < xs[ix0]) ix0 = i;
+      if (x > xs[ix1]) ix1 = i;
+      if (y < ys[iy0]) iy0 = i;
+      if (y > ys[iy1]) iy1 = i;
+      if (x >= win[0] && x <= win[1] && y >= win[2] && y <= win[3]) keep.push(i);
+    }
+    const kept = new Set(keep);
+    for (const i of new Set([ix0, ix1, iy0, iy1])) if (!kept.has(i)) keep.push(i);
+    return pick(t, keep);
+  }
+
+  // The segments of a line trace (polylines split by nulls) that reach into the window,
+  // joined again where they follow one another.
+  function cullSegments(t, win) {
+    const xs = t.x, ys = t.y, ox = [], oy = [];
+    let joined = false;  // whether the last segment kept ends where this one starts
+    for (let i = 0; i + 1 < xs.length; i++) {
+      const x0 = xs[i], y0 = ys[i], x1 = xs[i + 1], y1 = ys[i + 1];
+      if (x0 === null || x1 === null || y0 === null || y1 === null ||
+          Math.max(x0, x1) < win[0] || Math.min(x0, x1) > win[1] ||
+          Math.max(y0, y1) < win[2] || Math.min(y0, y1) > win[3]) {
+        joined = false;
+        continue;
+      }
+      if (!joined) {
+        if (ox.length) {
+          ox.push(null);
+          oy.push(null);
+        }
+        ox.push(x0);
+        oy.push(y0);
+      }
+      ox.push(x1);
+      oy.push(y1);
+      joined = true;
+    }
+    return Object.assign({}, t, {x: ox, y: oy});
+  }
+
+  // The traces Plotly is given for `win`. A trace the server has not changed since the last
+  // call, for the same window, is the same object as before, so Plotly.react leaves it be.
+  function cullAll(gd, full, win) {
+    const last = gd.__gsCull && gd.__gsCull.win.every((v, i) => v === win[i]) ? gd.__gsCull : null;
+    const drawn = full.map((t, i) => {
+      if (last && last.full[i] === t) return last.drawn[i];
+      if (!t || !Array.isArray(t.x) || !Array.isArray(t.y) || t.x.length <= CULL_MIN) return t;
+      const lines = typeof t.mode === 'string' && t.mode.includes('lines') &&
+        !t.mode.includes('markers');
+      return (lines ? cullSegments : cullPoints)(t, win);
+    });
+    gd.__gsCull = {full, win, drawn};
+    return drawn;
+  }
+
+  // Every figure the DAG's dcc.Graph draws passes here first. It is drawn at the view the
+  // user has (the same uirevision keeps it) or else at the figure's own.
+  function cullReact() {
+    const Plotly = window.Plotly;
+    if (!Plotly || Plotly.__gsCulling) return;
+    const react = Plotly.react;
+    Plotly.react = function (gd, figure) {
+      const plot = gd && gd.closest && gd.closest('#dag') && figure && figure.data &&
+        figure.layout ? gd : null;
+      if (plot) {
+        const layout = figure.layout, meta = layout.meta;
+        const kept = plot._fullLayout && plot.layout && plot.layout.uirevision === layout.uirevision;
+        const r = meta && meta.cull && (kept ? rangesOf(plot._fullLayout.xaxis, plot._fullLayout.yaxis)
+          : rangesOf(layout.xaxis, layout.yaxis));
+        if (r) {
+          const data = cullAll(plot, figure.data, windowAround(r));
+          return react.call(this, gd, Object.assign({}, figure, {data}), ...[...arguments].slice(2));
+        }
+        plot.__gsCull = null;  // drawn whole
+      }
+      return react.apply(this, arguments);
+    };
+    Plotly.__gsCulling = true;
+  }
+  document.addEventListener('DOMContentLoaded', cullReact);
+
+  // After a pan or zoom: a new window once the view has left the last one. `__gsRecull`
+  // says a redraw for it is on its way (benchmarks/bench_app.py waits for it).
+  function recull(gd) {
+    const last = gd.__gsCull;
+    const r = last && rangesOf(gd._fullLayout.xaxis, gd._fullLayout.yaxis);
+    if (!r || within(r, last.win)) return;
+    gd.data = cullAll(gd, last.full, windowAround(r));
+    gd.__gsRecull = true;
+    window.Plotly.redraw(gd).then(() => { gd.__gsRecull = false; });
+  }
+
   function centreOn(gd, x, y) {
     const [x0, x1] = gd._fullLayout.xaxis.range, [y0, y1] = gd._fullLayout.yaxis.range;
     const w = (x1 - x0) / 2, h = (y1 - y0) / 2;  // y1 < y0 on the reversed axis: h keeps it
@@ -260,6 +398,7 @@
   }
 
   function watch() {
+    cullReact();
     const gd = dagPlot();
     // dcc.Graph binds its listeners once per plot div, after its first Plotly.react; `_ev` is
     // the event emitter Plotly gives the div (its `on` and `removeAllListeners` wrap it).
@@ -268,6 +407,7 @@
     if (gd.__graphscope) return;  // ours is the only listener left
     gd.removeAllListeners('plotly_relayout');
     const viewed = () => {
+      recull(gd);
       drawLabels(gd);
       showView(gd);
     };
