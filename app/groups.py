@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Set
 from itertools import pairwise
 from typing import Any, TypedDict
 
@@ -178,7 +179,7 @@ def _time(data: dict[str, Any]) -> float:
     return float(median) if isinstance(median, (int, float)) else 0.0
 
 
-def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: set[str]) -> nx.DiGraph:
+def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]) -> nx.DiGraph:
     """The graph with each collapsed group as one ``GROUP`` node (G itself if none is)."""
     where: dict[str, str] = {}
     for key, chain in levels.items():
@@ -225,6 +226,6 @@ def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: set[str]) -
     return out
 
 
-def enclosing(levels: dict[str, list[str]], key: str, expanded: set[str]) -> list[str]:
+def enclosing(levels: dict[str, list[str]], key: str, expanded: Set[str]) -> list[str]:
     """The expanded groups a drawn node sits in, innermost first (what a collapse can close)."""
     return [g for g in reversed(levels.get(key, [])) if g in expanded]

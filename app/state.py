@@ -55,7 +55,7 @@ def opened_to(
     return {**state, "toggled": sorted(toggled)}
 
 
-def drawn_as(levels: dict[str, list[str]], key: str, expanded: set[str]) -> str:
+def drawn_as(levels: dict[str, list[str]], key: str, expanded: Set[str]) -> str:
     """The drawn node that holds ``key``: its outermost collapsed group, or itself."""
     for group in levels.get(key, []):
         if group not in expanded:
@@ -188,13 +188,16 @@ class ViewState:
             return grouping
         return default_grouping(source_id)
 
-    def expanded(self, source_id: str, G: nx.DiGraph, grouping: Any) -> set[str]:
-        """The expanded groups a grouping state asks for (a stale or missing one: the default)."""
+    def expanded(self, source_id: str, G: nx.DiGraph, grouping: Any) -> frozenset[str]:
+        """The expanded groups a grouping state asks for (a stale or missing one: the default).
+        Without toggles, the kept set itself: on the 100,064-node graph expanded, copying its
+        groups was half of a click's time in the server."""
         state = self.grouping_of(source_id, grouping)
-        opened = self.base(source_id, G, state["default"]) ^ set(state["toggled"])
-        return set(opened & self.groups(source_id, G))
+        base = self.base(source_id, G, state["default"])
+        toggled = set(state["toggled"]) & self.groups(source_id, G)
+        return base ^ toggled if toggled else base
 
-    def view(self, source_id: str, G: nx.DiGraph, expanded: set[str]) -> tuple[nx.DiGraph, Layout]:
+    def view(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> tuple[nx.DiGraph, Layout]:
         """The graph drawn with these groups expanded (the rest folded) and its placement."""
         key = (source_id, frozenset(expanded))
         if key not in self._views:
@@ -215,7 +218,7 @@ class ViewState:
             self._searches[key] = search_nodes(G, text)
         return self._searches[key]
 
-    def rows(self, source_id: str, G: nx.DiGraph, expanded: set[str]) -> list[Row]:
+    def rows(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> list[Row]:
         """The timeline's rows for this view."""
         key = (source_id, frozenset(expanded))
         if key not in self._rows:
