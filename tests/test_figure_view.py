@@ -3,6 +3,7 @@ carries for a zoom, and the minimap's bounded density grid."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -69,20 +70,43 @@ def test_a_large_view_opens_on_its_first_lines_with_labels_for_zoom(deep_expande
 
 def test_minimap_counts_every_node_on_a_bounded_grid(deep_expanded) -> None:
     _, lay = deep_expanded
+    d = figure.density(lay)
+    assert d.cols <= figure.MINIMAP_CELLS and d.rows <= figure.MINIMAP_CELLS
+    assert len(d.counts) > 100 and sum(d.counts.values()) == len(lay.pos)
+    assert d.x0 < min(x for x, _ in lay.pos.values()) and d.y1 > max(y for _, y in lay.pos.values())
     fig = figure.minimap(lay)
-    (cells,) = fig.data
-    assert 100 < len(cells.x) <= figure.MINIMAP_CELLS**2  # one square per cell with nodes
-    assert sum(cells.marker.color) == len(lay.pos)
+    assert len(fig.data) == 0  # no markers: a path per shade
+    shapes = fig.layout.shapes
+    assert 1 < len(shapes) <= figure.MINIMAP_SHADES
+    assert len({s.fillcolor for s in shapes}) == len(shapes)
     # Every cell's square lies inside the fixed ranges, over the whole drawn graph.
     (x0, x1), (y1, y0) = fig.layout.xaxis.range, fig.layout.yaxis.range
-    assert all(x0 < x < x1 for x in cells.x) and all(y0 < y < y1 for y in cells.y)
-    assert x0 < min(x for x, _ in lay.pos.values()) and y1 > max(y for _, y in lay.pos.values())
+    assert (x0, x1, y0, y1) == (d.x0, d.x1, d.y0, d.y1)
+    corners = [
+        tuple(float(v) for v in point.split(","))
+        for s in shapes
+        for point in re.findall(r"M([-\d.e+]+,[-\d.e+]+)", s.path)
+    ]
+    assert all(x0 <= x < x1 and y0 <= y < y1 for x, y in corners)
+    # The squares cover the cells with nodes, no more: their area against the cells'.
+    dx, dy = (d.x1 - d.x0) / d.cols, (d.y1 - d.y0) / d.rows
+    area = 0.0
+    for s in shapes:
+        for a, top, b, bottom in re.findall(
+            r"M([-\d.e+]+),([-\d.e+]+)H([-\d.e+]+)V([-\d.e+]+)H", s.path
+        ):
+            area += (float(b) - float(a)) * (float(bottom) - float(top))
+    assert area == pytest.approx(len(d.counts) * dx * dy, rel=1e-3)
     assert (fig.layout.width, fig.layout.height) == figure.MINIMAP_PX
+
+
+def test_minimap_shades_go_from_pale_to_dark() -> None:
+    assert figure.shade(0) == "#c6dbef" and figure.shade(1) == "#08306b"
 
 
 def test_minimap_of_an_empty_view_is_empty() -> None:
     fig = figure.minimap(placement.Layout())
-    assert len(fig.data) == 0
+    assert len(fig.data) == 0 and not fig.layout.shapes
 
 
 def test_replay_times_of_zero_colour_by_type_not_a_log_scale_of_nothing() -> None:

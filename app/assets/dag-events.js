@@ -17,7 +17,7 @@
 //    (figure._edges): Plotly's arrow markers were most of what was left, and the zoom is now
 //    84 ms. The layer follows a drag as it moves (plotly_relayouting).
 // 3. The minimap (figure.minimap) shows the DAG's view as a rectangle over the whole graph; a
-//    click on it centres the view there, at the same zoom.
+//    click on it centres the view there, at the same zoom (found here, as a DAG click is).
 // 4. A click on the DAG is answered here: the node under the pointer goes to the `dag-pick`
 //    store, shaped as Plotly's click data, for the server's callback. The figure's clickmode
 //    is "none" in the page: Plotly's click searched for the point again (a hover pass, and
@@ -164,15 +164,15 @@
 
   // One pair of listeners for the page, on whichever DAG plot is drawn now: a listener per
   // plot would keep each replaced plot (a 100,000-node one among them) alive in its closure.
-  let down = null;  // where the left button went down on the DAG's plot, if it did
+  // where the left button went down on the DAG's plot or the minimap's, if it did
+  let down = null;
   function dagPlot() {
     return document.querySelector('#dag .js-plotly-plot');
   }
   // Capture: before Plotly's own handlers, which start a drag on the plot.
   document.addEventListener('mousedown', (event) => {
-    const gd = dagPlot();
-    down = event.button === 0 && gd && gd.contains(event.target) ?
-      [event.clientX, event.clientY] : null;
+    const plot = [dagPlot(), minimapOf()].find((p) => p && p.contains(event.target));
+    down = event.button === 0 && plot ? [event.clientX, event.clientY, plot] : null;
   }, true);
   // On the document: once a press moves, Plotly covers the page with its drag layer.
   document.addEventListener('mouseup', (event) => {
@@ -181,11 +181,16 @@
     const gd = dagPlot();
     if (!start || !gd || event.button !== 0 || !window.dash_clientside) return;
     if (Math.hypot(event.clientX - start[0], event.clientY - start[1]) > SLOP_PX) return;
-    const area = gd.querySelector('.nsewdrag');  // the plot area, where a drag starts
-    if (!area || !gd._fullLayout || !gd._fullData) return;
+    const plot = start[2];
+    const area = plot.querySelector('.nsewdrag');  // the plot area, where a drag starts
+    if (!area || !plot._fullLayout || !gd._fullLayout || !gd._fullData) return;
     const box = area.getBoundingClientRect();
     const px = event.clientX - box.left, py = event.clientY - box.top;
     if (px < 0 || py < 0 || px > box.width || py > box.height) return;
+    if (plot !== gd) {  // the minimap: the DAG's view centred there
+      centreOn(gd, plot._fullLayout.xaxis.p2l(px), plot._fullLayout.yaxis.p2l(py));
+      return;
+    }
     const key = nodeAt(gd, px, py);
     // `at`: a second click on the same node is a change of the store too.
     if (key) {
@@ -387,11 +392,6 @@
   function watchMinimap(gd) {
     const mm = minimapOf();
     if (!mm || !mm._ev || mm.__graphscope === gd) return;
-    mm.removeAllListeners('plotly_click');
-    mm.on('plotly_click', (event) => {
-      const point = event.points && event.points[0];
-      if (point) centreOn(gd, point.x, point.y);
-    });
     mm.on('plotly_react', () => setTimeout(() => showView(gd), 0));
     mm.__graphscope = gd;
     showView(gd);
