@@ -87,6 +87,25 @@ def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
         launch = browser.find_element(By.ID, "node-launch").text
         assert "grid" in launch and "block" in launch and "registers per thread" in launch
         assert title.text in launch  # the same kernel's name in the launch table
+        # The selection ring is drawn by the page round the clicked node, and round its bars
+        # on the timeline; Plotly's own ring traces are left empty (assets/dag-events.js).
+        box = points[5].rect
+        centre = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        ring = WebDriverWait(browser, 10).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#dag svg.gs-labels circle.gs-ring")
+        )
+        assert len(ring) == 1
+        drawn = ring[0].rect
+        assert abs(drawn["x"] + drawn["width"] / 2 - centre[0]) < 2
+        assert abs(drawn["y"] + drawn["height"] / 2 - centre[1]) < 2
+        bars = WebDriverWait(browser, 10).until(
+            lambda d: d.find_elements(By.CSS_SELECTOR, "#timeline svg.gs-labels rect.gs-ring")
+        )
+        assert 1 <= len(bars) <= 3  # its launch call, eager kernel and replayed kernel
+        assert browser.execute_script(
+            "return ['#dag', '#timeline'].map(id => document.querySelector(id + ' .js-plotly-plot')"
+            ".data.find(t => t.name === 'selected').x.length);"
+        ) == [0, 0]
         # The page draws with graphscope's own plotly.js, holding only the traces it uses.
         traces = browser.execute_script("return Object.keys(Plotly.PlotSchema.get().traces)")
         assert sorted(traces) == ["bar", "scatter", "scattergl"]

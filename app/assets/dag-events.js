@@ -96,6 +96,7 @@
     }
     const heads = arrowheads(gd, xa, ya, x0, x1, ylo, yhi);
     if (heads) texts.appendChild(heads);
+    for (const ring of ringMarks(gd)) texts.appendChild(ring);
     layer.replaceChildren(texts);
   }
 
@@ -135,7 +136,7 @@
   // among those within reach, as Plotly's hover would pick; none where the click is on no
   // marker (Plotly's 20 px hover distance took a node 50 ids away at 100,000 nodes). Rings
   // and marks (hoverinfo "skip") and traces hidden from the legend are not nodes to take.
-  function nodeAt(gd, px, py) {
+  function nodeAt(gd, px, py) {  // [key, x, y] or null
     const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
     // Linear axes: a pixel is _m * value + _b (Plotly's own l2p), inlined for 100,000 points.
     const [mx, bx, my, by] = [xa._m, xa._b, ya._m, ya._b];
@@ -154,12 +155,12 @@
         if (dy > reach || dy < -reach) continue;
         const distance = Math.hypot(dx, dy);
         if (distance <= reach && distance < bestDistance) {
-          best = t.customdata[j];
+          best = [t.customdata[j], xs[j], ys[j]];
           bestDistance = distance;
         }
       }
     });
-    return typeof best === 'string' ? best : null;
+    return best && typeof best[0] === 'string' ? best : null;
   }
 
   // One pair of listeners for the page, on whichever DAG plot is drawn now: a listener per
@@ -191,11 +192,15 @@
       centreOn(gd, plot._fullLayout.xaxis.p2l(px), plot._fullLayout.yaxis.p2l(py));
       return;
     }
-    const key = nodeAt(gd, px, py);
+    const found = nodeAt(gd, px, py);
+    if (!found) return;
     // `at`: a second click on the same node is a change of the store too.
-    if (key) {
-      window.dash_clientside.set_props('dag-pick', {data: {points: [{customdata: key}],
-                                                           at: Date.now()}});
+    window.dash_clientside.set_props('dag-pick', {data: {points: [{customdata: found[0]}],
+                                                         at: Date.now()}});
+    // The ring at once, where the server's answer will put it.
+    if (gd.__gsRing) {
+      gd.__gsRing = Object.assign({}, gd.__gsRing, {x: [found[1]], y: [found[2]]});
+      drawLabels(gd);
     }
   }, true);
 
@@ -245,6 +250,105 @@
     box.dataset.view = JSON.stringify([x0, x1, y0, y1]);
   }
 
+
+  // 6. The selection rings: see the top.
+  const RING = 'selected';  // the ring trace's name: figure.build_figure, timeline.build_timeline
+
+  // `data` with its ring trace swapped for an empty one: the same object for as long as the
+  // ring looks the same, so that Plotly.react finds nothing changed. The ring kept to draw.
+  function takeRing(gd, data) {
+    const i = data.findIndex((t) => t && t.name === RING);
+    if (i < 0) {
+      gd.__gsRing = null;
+      return data;
+    }
+    const ring = gd.__gsRing = data[i];
+    const look = JSON.stringify([ring.type, ring.mode, ring.orientation, ring.marker,
+                                 ring.hoverinfo, ring.showlegend]);
+    if (!gd.__gsRingStub || gd.__gsRingLook !== look) {
+      const none = {x: [], y: []};
+      if (ring.base) none.base = [];
+      gd.__gsRingStub = Object.assign({}, ring, none);
+      gd.__gsRingLook = look;
+    }
+    const out = data.slice();
+    out[i] = gd.__gsRingStub;
+    return out;
+  }
+
+  // Whether the plot holds a ring trace not hidden. (Plotly counts the empty one it holds as
+  // hidden, and leaves it out of the legend, as it did the ring of no node.)
+  function ringShown(gd) {
+    const t = gd.data ? gd.data.find((trace) => trace && trace.name === RING) : null;
+    return !!t && t.visible !== false && t.visible !== 'legendonly';
+  }
+
+  // The DAG's ring: a hollow circle round each of the trace's points.
+  function ringMarks(gd) {
+    const ring = gd.__gsRing;
+    if (!ring || !Array.isArray(ring.x) || !ringShown(gd)) return [];
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+    const marker = ring.marker || {}, line = marker.line || {};
+    return ring.x.map((x, j) => {
+      const circle = document.createElementNS(SVG, 'circle');
+      circle.setAttribute('class', 'gs-ring');
+      circle.setAttribute('cx', xa.l2p(x).toFixed(1));
+      circle.setAttribute('cy', ya.l2p(ring.y[j]).toFixed(1));
+      circle.setAttribute('r', String((marker.size || 21) / 2));
+      circle.setAttribute('fill', 'none');
+      circle.setAttribute('stroke', line.color || '#d62728');
+      circle.setAttribute('stroke-width', String(line.width || 3));
+      return circle;
+    });
+  }
+
+  // The timeline's ring: an outline round each ringed bar (horizontal bars on category rows,
+  // half a row thick: timeline.build_timeline's bargap).
+  function drawBarRing(gd) {
+    const full = gd._fullLayout;
+    if (!full || !full.xaxis || !full.yaxis || !gd._fullData) return;
+    const layer = labelLayer(gd);
+    if (!layer) return;
+    const xa = full.xaxis, ya = full.yaxis;
+    Object.assign(layer.style, {left: xa._offset + 'px', top: ya._offset + 'px'});
+    layer.setAttribute('width', xa._length);
+    layer.setAttribute('height', ya._length);
+    const ring = gd.__gsRing, bars = document.createDocumentFragment();
+    if (ring && Array.isArray(ring.y) && ringShown(gd)) {
+      const line = (ring.marker && ring.marker.line) || {};
+      const half = Math.abs(ya.c2p(0.25) - ya.c2p(0));
+      ring.y.forEach((row, j) => {
+        const middle = ya.c2p(ya.d2c(row));
+        const left = xa.l2p(ring.base[j]), right = xa.l2p(ring.base[j] + ring.x[j]);
+        if (![middle, left, right].every(Number.isFinite)) return;
+        const rect = document.createElementNS(SVG, 'rect');
+        rect.setAttribute('class', 'gs-ring');
+        rect.setAttribute('x', Math.min(left, right).toFixed(1));
+        rect.setAttribute('y', (middle - half).toFixed(1));
+        rect.setAttribute('width', Math.max(Math.abs(right - left), 1).toFixed(1));
+        rect.setAttribute('height', (2 * half).toFixed(1));
+        rect.setAttribute('fill', 'none');
+        rect.setAttribute('stroke', line.color || '#d62728');
+        rect.setAttribute('stroke-width', String(line.width || 3));
+        bars.appendChild(rect);
+      });
+    }
+    layer.replaceChildren(bars);
+  }
+
+  function timelinePlot() {
+    return document.querySelector('#timeline .js-plotly-plot');
+  }
+
+  function watchTimeline() {
+    const gd = timelinePlot();
+    if (!gd || !gd._ev || gd.__gsRingWatch) return;
+    const draw = () => drawBarRing(gd);
+    gd.on('plotly_afterplot', draw);
+    gd.on('plotly_react', () => setTimeout(draw, 0));
+    gd.__gsRingWatch = true;
+    draw();
+  }
 
   // 5. Culling: see the top. Plotly draws what a trace holds; the page holds the rest.
   const CULL_MIN = 500;     // a trace of fewer points is drawn whole
@@ -346,31 +450,47 @@
     return drawn;
   }
 
-  // Every figure the DAG's dcc.Graph draws passes here first. It is drawn at the view the
-  // user has (the same uirevision keeps it) or else at the figure's own.
-  function cullReact() {
+  // Every figure the DAG's and the timeline's dcc.Graph draw passes here first: its ring is
+  // taken out, and the DAG's is culled, at the view the user has (the same uirevision keeps
+  // it) or else at the figure's own.
+  function pageReact() {
     const Plotly = window.Plotly;
-    if (!Plotly || Plotly.__gsCulling) return;
+    if (!Plotly || Plotly.__graphscope) return;
     const react = Plotly.react;
     Plotly.react = function (gd, figure) {
-      const plot = gd && gd.closest && gd.closest('#dag') && figure && figure.data &&
-        figure.layout ? gd : null;
-      if (plot) {
-        const layout = figure.layout, meta = layout.meta;
-        const kept = plot._fullLayout && plot.layout && plot.layout.uirevision === layout.uirevision;
-        const r = meta && meta.cull && (kept ? rangesOf(plot._fullLayout.xaxis, plot._fullLayout.yaxis)
+      const owner = gd && gd.closest && figure && Array.isArray(figure.data) && figure.layout ?
+        gd.closest('#dag, #timeline') : null;
+      if (!owner) return react.apply(this, arguments);
+      const layout = figure.layout, meta = layout.meta;
+      // A patch of the ring alone (every other trace the same object, the layout the same):
+      // nothing for Plotly to do. Plotly.react took 50 to 160 ms to find that out.
+      const last = gd.__gsServer;
+      gd.__gsServer = {data: figure.data, layout: JSON.stringify(layout)};
+      if (last && gd._fullLayout && last.layout === gd.__gsServer.layout &&
+          last.data.length === figure.data.length &&
+          figure.data.every((t, i) => t === last.data[i] || (t.name === RING &&
+                                                              last.data[i].name === RING))) {
+        takeRing(gd, figure.data);
+        if (owner.id === 'dag') drawLabels(gd); else drawBarRing(gd);
+        return Promise.resolve(gd);
+      }
+      let data = figure.data;
+      if (owner.id === 'dag') {
+        const kept = gd._fullLayout && gd.layout && gd.layout.uirevision === layout.uirevision;
+        const r = meta && meta.cull && (kept ? rangesOf(gd._fullLayout.xaxis, gd._fullLayout.yaxis)
           : rangesOf(layout.xaxis, layout.yaxis));
         if (r) {
-          const data = cullAll(plot, figure.data, windowAround(r));
-          return react.call(this, gd, Object.assign({}, figure, {data}), ...[...arguments].slice(2));
+          data = cullAll(gd, data, windowAround(r));
+        } else {
+          gd.__gsCull = null;  // drawn whole
         }
-        plot.__gsCull = null;  // drawn whole
       }
-      return react.apply(this, arguments);
+      data = takeRing(gd, data);
+      return react.call(this, gd, Object.assign({}, figure, {data}), ...[...arguments].slice(2));
     };
-    Plotly.__gsCulling = true;
+    Plotly.__graphscope = true;
   }
-  document.addEventListener('DOMContentLoaded', cullReact);
+  document.addEventListener('DOMContentLoaded', pageReact);
 
   // After a pan or zoom: a new window once the view has left the last one. `__gsRecull`
   // says a redraw for it is on its way (benchmarks/bench_app.py waits for it).
@@ -378,7 +498,7 @@
     const last = gd.__gsCull;
     const r = last && rangesOf(gd._fullLayout.xaxis, gd._fullLayout.yaxis);
     if (!r || within(r, last.win)) return;
-    gd.data = cullAll(gd, last.full, windowAround(r));
+    gd.data = takeRing(gd, cullAll(gd, last.full, windowAround(r)));
     gd.__gsRecull = true;
     window.Plotly.redraw(gd).then(() => { gd.__gsRecull = false; });
   }
@@ -398,7 +518,8 @@
   }
 
   function watch() {
-    cullReact();
+    pageReact();
+    watchTimeline();
     const gd = dagPlot();
     // dcc.Graph binds its listeners once per plot div, after its first Plotly.react; `_ev` is
     // the event emitter Plotly gives the div (its `on` and `removeAllListeners` wrap it).
