@@ -27,6 +27,11 @@ Each opens in a fresh app, at 1600x1000. Measured, per run:
   frame after it is in the page): the time, and whether the panel shows the node that was
   under the pointer.
 
+- step: with a node selected, eight presses of the right arrow key (to the node's first
+  successor) back to back, each as soon as the panel shows the last one's node: the wall time
+  per step, seen from the benchmark (so it holds the page's work after each step, and
+  Selenium's round trip);
+
 And once, on the first view: nodes drawn, nodes labelled, pairs of labels whose boxes overlap,
 and pairs of markers that cover each other (centres closer than a marker's size), with a
 screenshot of the page kept in ``--shots``.
@@ -141,6 +146,34 @@ observer.observe(document.getElementById('node-panel'), {childList: true, subtre
 """
 
 
+# One arrow-key step: press, then the panel shows another node (a frame after), or -1.
+_STEP = """
+const done = arguments[arguments.length - 1];
+const shown = () => (document.getElementById('node-title') || {}).textContent + '|' +
+  document.getElementById('node-panel').textContent.length;
+const before = shown();
+const observer = new MutationObserver(() => {
+  if (document.getElementById('node-title') && shown() !== before) {
+    observer.disconnect();
+    requestAnimationFrame(() => done(1));
+  }
+});
+observer.observe(document.getElementById('node-panel'), {childList: true, subtree: true,
+                                                         characterData: true});
+document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));
+setTimeout(() => { observer.disconnect(); done(-1); }, 5000);
+"""
+
+
+def steps(driver: Any, count: int = 8) -> float:
+    """Wall ms per arrow-key step over ``count`` steps back to back (nan if one went nowhere)."""
+    start = time.perf_counter()
+    for _ in range(count):
+        if driver.execute_async_script(_STEP) < 0:
+            return float("nan")
+    return (time.perf_counter() - start) * 1000 / count
+
+
 def wait(driver: Any, script: str, timeout: float = 60.0) -> float:
     start = time.perf_counter()
     while not driver.execute_script(script):
@@ -250,6 +283,7 @@ def measure(
         "pan_ms": [],
         "far_ms": [],
         "click_ms": [],
+        "step_ms": [],
         "hits": 0,
         "clicks": 0,
     }
@@ -283,6 +317,11 @@ def measure(
                     if ms == ms:
                         out["click_ms"].append(ms)
                     time.sleep(CLICK_GAP)
+                    if level == 0:
+                        ms = steps(driver)
+                        if ms == ms:
+                            out["step_ms"].append(ms)
+                        time.sleep(CLICK_GAP)
                 if level < 2:
                     out["zoom_ms"].append(driver.execute_async_script(_REDRAW, "zoom"))
                     out["pan_ms"].append(driver.execute_async_script(_REDRAW, "pan"))
@@ -339,7 +378,10 @@ def main() -> None:
                 f" "
                 f"click to panel {_median(r['click_ms']):.0f} ms (max "
                 f"{max(r['click_ms'], default=float('nan')):.0f}), {r['hits']} of {r['clicks']} "
-                f"clicks on the node under the pointer; first view: {v['drawn_in_view']} nodes in "
+                f"clicks on the node under the pointer; arrow-key step "
+                f"{_median(r['step_ms']):.0f} ms "
+                f"(max {max(r['step_ms'], default=float('nan')):.0f}); "
+                f"first view: {v['drawn_in_view']} nodes in "
                 f"view, {v['labelled']} labelled, {v['overlapping_labels']} overlapping label "
                 f"pairs, {v['covered_markers']} covered marker pairs",
                 flush=True,
