@@ -180,7 +180,6 @@ def draw(
         style={},
         status=notes,
         cards=card_divs(G),
-        matches=found,
         count=match_count(found, key) if search else "",
         rings={"dag": len(fig.data) - 1, "source": source.id, "colour": colour},
     )
@@ -218,7 +217,6 @@ def interact(
     timeline_click: Any = None,
     nav_clicks: Sequence[Any] = (),
     collapse_clicks: Sequence[Any] = (),
-    matches: Sequence[str] | None = None,
     selected: str | None = None,
     grouping: Any = None,
     search: Any = None,
@@ -231,14 +229,14 @@ def interact(
     ``prev``, ``next``, ``collapse-all``, ``expand-all``, ``source``, or a ``nav`` or
     ``collapse`` link's id (with the clicks of all such links).
 
-    ``search``: the search box's text. The matches are found from it here, not taken from
-    the ``matches`` store alone: a search typed and then "next" clicked sends the text (the
-    box commits it as it loses focus to the button) with the store not yet redrawn, and the
-    first "next" found nothing.
+    ``search``: the search box's text; its matches come from the search cache the draw
+    fills (``ViewState.matches``). The page kept them in a store once, and a search typed
+    and then "next" clicked at once (the box commits its text as it loses focus to the
+    button) found the store not yet redrawn; each click also sent the store's keys.
     """
     G = view.graph(source_id)
-    if isinstance(search, str) and G is not None and source_id is not None:
-        matches = view.matches(source_id, G, search)[0]
+    text = search if isinstance(search, str) else None
+    found = view.matches(source_id, G, text)[0] if G is not None and source_id else []
     chosen, grouping_after, focus = _choose(
         view,
         trigger,
@@ -247,7 +245,7 @@ def interact(
         timeline_click=timeline_click,
         nav_clicks=nav_clicks,
         collapse_clicks=collapse_clicks,
-        matches=list(matches or []),
+        matches=found,
         selected=selected,
         grouping=grouping,
     )
@@ -257,7 +255,7 @@ def interact(
     state = grouping if grouping_after is dash.no_update else grouping_after
     # The count in the same answer: a callback of its own on the selection was one more
     # round trip, and more work for the page, on every click.
-    count = match_count(matches, key) if chosen is not dash.no_update else dash.no_update
+    count = match_count(found, key) if chosen is not dash.no_update else dash.no_update
     return Interaction(chosen, grouping_after, focus, panel(view, source_id, key, state), count)
 
 

@@ -85,7 +85,6 @@ class Drawing(Outputs):
     style: dict[str, str] = field(default_factory=lambda: dict(HIDDEN))  # the DAG pane's
     status: Any = None  # notes and errors above the DAG
     cards: Any = field(default_factory=list)  # the step's figures (cards.card_divs)
-    matches: list[str] = field(default_factory=list)  # the search's matches, in order
     count: str = ""  # "3 of 17", "17 matches", or nothing without a search
     rings: dict[str, Any] | None = None  # the selection ring's trace index, source, colour
 
@@ -276,7 +275,6 @@ def page_layout(
             dcc.Store(id="timeline-merged"),
             dcc.Store(id="timeline-window"),
             dcc.Store(id="timeline-zoom"),
-            dcc.Store(id="matches", data=drawing.matches),
             dcc.Store(id="focus-request"),
             dcc.Store(id="focus"),
             dcc.Store(id="focused"),

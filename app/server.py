@@ -73,7 +73,6 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
             "style": Output("dag-pane", "style"),
             "status": Output("status", "children"),
             "cards": Output("cards", "children"),
-            "matches": Output("matches", "data"),
             "count": Output("match-count", "children"),
             "rings": Output("rings", "data"),
         },
@@ -122,7 +121,6 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
             "source_id": Input("source", "value"),
         },
         state={
-            "matches": State("matches", "data"),
             "search": State("search", "value"),
             "selected": State("selected", "data"),
             "grouping": State("grouping", "data"),

@@ -72,7 +72,7 @@ def test_a_large_graph_draws_its_overview_with_a_fold_and_kept_views(view: ViewS
     assert drawing.figure.data[-1].name == "selected"
     assert drawing.rings == {"dag": len(drawing.figure.data) - 1, "source": LARGE, "colour": "type"}
     assert "collapsed-note" in ids(drawing.status) and drawing.style == {}
-    assert drawing.matches == [] and drawing.count == ""
+    assert drawing.count == ""
     assert "nodes" in text(drawing.cards)
     # The drawn view is kept: a redraw of the same folds places nothing again.
     G = view.graph(LARGE)
@@ -167,21 +167,21 @@ def test_opening_and_folding_groups_changes_the_drawn_view(view: ViewState) -> N
 
 def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     drawn = callbacks.draw(view, LARGE, "type", "sdpa", None, None)
-    found = drawn.matches
-    assert len(found) == 224 and drawn.count == "224 matches"
     G = view.graph(LARGE)
     assert G is not None
+    found, _ = view.matches(LARGE, G, "sdpa")
+    assert len(found) == 224 and drawn.count == "224 matches"
     assert all("sdpa" in G.nodes[k]["short_name"] for k in found)
-    first = callbacks.interact(view, "next", source_id=LARGE, matches=found)
+    first = callbacks.interact(view, "next", source_id=LARGE, search="sdpa")
     assert first.selected == found[0] and first.focus_request == found[0]
     assert first.count == "1 of 224"  # the count comes with the selection
     third = found[2]  # in layer 2, folded in the overview: stepping there opens its groups
-    step = callbacks.interact(view, "next", source_id=LARGE, matches=found, selected=found[1])
+    step = callbacks.interact(view, "next", source_id=LARGE, search="sdpa", selected=found[1])
     assert step.selected == third and step.count == "3 of 224"
     assert third in _drawn_keys(
         callbacks.draw(view, LARGE, "type", "sdpa", step.grouping, third).figure
     )
-    back = callbacks.interact(view, "prev", source_id=LARGE, matches=found, selected=found[0])
+    back = callbacks.interact(view, "prev", source_id=LARGE, search="sdpa", selected=found[0])
     assert back.selected == found[-1]  # previous from the first wraps to the last
     # A redraw with the selection on a match counts it; the view is centred on it on request.
     centred = callbacks.draw(
@@ -189,14 +189,13 @@ def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     ).figure.layout
     assert centred.xaxis.range is not None and centred.yaxis.autorange is False
     assert callbacks.draw(view, LARGE, "type", "sdpa", step.grouping, third).count == "3 of 224"
-    nothing = callbacks.interact(view, "next", source_id=LARGE, matches=[])
+    nothing = callbacks.interact(view, "next", source_id=LARGE)
     assert nothing.selected is dash.no_update
-    # "next" clicked straight after typing: the box's text arrives, the matches store is
-    # not yet redrawn (still empty, or the last search's). The text decides.
-    typed = callbacks.interact(view, "next", source_id=LARGE, matches=[], search="sdpa")
-    assert typed.selected == found[0] and typed.count == "1 of 224"
-    stale = callbacks.interact(view, "next", source_id=LARGE, matches=["x"], search="sdpa")
-    assert stale.selected == found[0]
+    # "next" clicked straight after typing, before any draw for the text: the text decides.
+    typed = callbacks.interact(view, "next", source_id=LARGE, search="q_proj")
+    assert typed.selected == view.matches(LARGE, G, "q_proj")[0][0] and typed.count.startswith(
+        "1 of"
+    )
 
 
 def test_a_buffer_clicked_in_the_panel_searches_the_nodes_that_touch_it(
@@ -207,10 +206,13 @@ def test_a_buffer_clicked_in_the_panel_searches_the_nodes_that_touch_it(
     drawn = callbacks.draw(view, SMALL, "type", BUFFER_SEARCH + name, None, None)
     G = view.graph(SMALL)
     assert G is not None
-    assert drawn.matches and all(
-        any(p.get("buffer") == name for p in G.nodes[k]["pointers"]) for k in drawn.matches
+    found, _ = view.matches(SMALL, G, BUFFER_SEARCH + name)
+    assert found and all(
+        any(p.get("buffer") == name for p in G.nodes[k]["pointers"]) for k in found
     )
-    assert drawn.count == f"{len(drawn.matches)} matches"
+    assert drawn.count == f"{len(found)} matches"
+    ringed = next(t for t in drawn.figure.data if t.name.startswith("matches"))
+    assert sorted(ringed.customdata) == sorted(found)
 
 
 def test_the_ring_moves_to_the_selection_and_the_view_to_a_requested_node(
@@ -371,7 +373,6 @@ def test_dash_wires_a_click_to_the_selection_and_its_panel() -> None:
             "outputs": [spec(o) for o in outputs],
             "inputs": inputs,
             "state": [
-                spec("matches.data", []),
                 spec("search.value"),
                 spec("selected.data"),
                 spec("grouping.data"),

@@ -256,7 +256,6 @@ def test_marks_on_folded_nodes_ring_the_group_and_survive_a_redraw() -> None:
             "dag-pane.style",
             "status.children",
             "cards.children",
-            "matches.data",
             "match-count.children",
             "rings.data",
         ],

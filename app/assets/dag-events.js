@@ -44,6 +44,10 @@
     // of its main-svg elements, after the one that holds the plot.
     const top = holder.querySelectorAll(':scope > svg.main-svg')[1] || null;
     if (layer.nextSibling !== top || layer.parentNode !== holder) holder.insertBefore(layer, top);
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;  // over the plot area
+    Object.assign(layer.style, {left: xa._offset + 'px', top: ya._offset + 'px'});
+    layer.setAttribute('width', xa._length);
+    layer.setAttribute('height', ya._length);
     return layer;
   }
 
@@ -53,9 +57,6 @@
     const layer = labelLayer(gd);
     if (!layer) return;
     const xa = full.xaxis, ya = full.yaxis;
-    Object.assign(layer.style, {left: xa._offset + 'px', top: ya._offset + 'px'});
-    layer.setAttribute('width', xa._length);
-    layer.setAttribute('height', ya._length);
     const [x0, x1] = [Math.min(...xa.range), Math.max(...xa.range)];
     const [ylo, yhi] = [Math.min(...ya.range), Math.max(...ya.range)];
     const always = full.meta && full.meta.labels === 'always';
@@ -250,7 +251,6 @@
     box.dataset.view = JSON.stringify([x0, x1, y0, y1]);
   }
 
-
   // 6. The selection rings: see the top.
   const RING = 'selected';  // the ring trace's name: figure.build_figure, timeline.build_timeline
 
@@ -310,9 +310,6 @@
     const layer = labelLayer(gd);
     if (!layer) return;
     const xa = full.xaxis, ya = full.yaxis;
-    Object.assign(layer.style, {left: xa._offset + 'px', top: ya._offset + 'px'});
-    layer.setAttribute('width', xa._length);
-    layer.setAttribute('height', ya._length);
     const ring = gd.__gsRing, bars = document.createDocumentFragment();
     if (ring && Array.isArray(ring.y) && ringShown(gd)) {
       const line = (ring.marker && ring.marker.line) || {};
