@@ -351,12 +351,17 @@
   const CULL_MIN = 500;     // a trace of fewer points is drawn whole
   const CULL_MARGIN = 0.5;  // the window: the view and this much of it again on each side
 
-  // A layout's axis ranges as [x0, x1, y0, y1], low to high; null where one is not set.
-  function rangesOf(xa, ya) {
-    if (!xa || !ya || !Array.isArray(xa.range) || !Array.isArray(ya.range)) return null;
-    const r = [...xa.range, ...ya.range].map(Number);
-    if (!r.every(Number.isFinite)) return null;
-    return [Math.min(r[0], r[1]), Math.max(r[0], r[1]), Math.min(r[2], r[3]), Math.max(r[2], r[3])];
+  // A layout's axis ranges as [x0, x1, y0, y1], low to high; null where one is not set, or,
+  // with `open`, that axis unbounded (a figure that fits its graph's rows leaves y to
+  // autorange: it is culled along x alone).
+  function rangesOf(xa, ya, open) {
+    const axis = (a) => {
+      const r = a && Array.isArray(a.range) ? a.range.map(Number) : [];
+      if (r.length === 2 && r.every(Number.isFinite)) return [Math.min(...r), Math.max(...r)];
+      return open ? [-Infinity, Infinity] : null;
+    };
+    const [x, y] = [axis(xa), axis(ya)];
+    return x && y && (Number.isFinite(x[0]) || Number.isFinite(y[0])) ? [...x, ...y] : null;
   }
 
   function windowAround(r) {
@@ -475,7 +480,7 @@
       if (owner.id === 'dag') {
         const kept = gd._fullLayout && gd.layout && gd.layout.uirevision === layout.uirevision;
         const r = meta && meta.cull && (kept ? rangesOf(gd._fullLayout.xaxis, gd._fullLayout.yaxis)
-          : rangesOf(layout.xaxis, layout.yaxis));
+          : rangesOf(layout.xaxis, layout.yaxis, true));
         if (r) {
           data = cullAll(gd, data, windowAround(r));
         } else {
