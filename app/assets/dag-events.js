@@ -201,7 +201,7 @@
     // The ring at once, where the server's answer will put it.
     if (gd.__gsRing) {
       gd.__gsRing = Object.assign({}, gd.__gsRing, {x: [found[1]], y: [found[2]]});
-      drawLabels(gd);
+      drawRing(gd);
     }
   }, true);
 
@@ -300,6 +300,16 @@
       circle.setAttribute('stroke-width', String(line.width || 3));
       return circle;
     });
+  }
+
+  // The DAG's ring moved, the labels' layer otherwise left as it is: a click's own frame
+  // then repaints the ring alone, not every label and arrowhead.
+  function drawRing(gd) {
+    if (!gd._fullLayout || !gd._fullLayout.xaxis) return;
+    const layer = labelLayer(gd);
+    if (!layer) return;
+    for (const old of layer.querySelectorAll('.gs-ring')) old.remove();
+    for (const ring of ringMarks(gd)) layer.appendChild(ring);
   }
 
   // The timeline's ring: an outline round each ringed bar (horizontal bars on category rows,
@@ -473,7 +483,7 @@
           figure.data.every((t, i) => t === last.data[i] || (t.name === RING &&
                                                               last.data[i].name === RING))) {
         takeRing(gd, figure.data);
-        if (owner.id === 'dag') drawLabels(gd); else drawBarRing(gd);
+        if (owner.id === 'dag') drawRing(gd); else drawBarRing(gd);
         return Promise.resolve(gd);
       }
       let data = figure.data;
