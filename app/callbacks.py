@@ -24,7 +24,7 @@ from .components import HIDDEN, PAGES, Drawing, Outputs, no_selection, page_layo
 from .figure import build_figure, has_timing, minimap, node_hovers, ring_at
 from .groups import GROUP, enclosing
 from .marks import mark_traces
-from .panel import node_panel
+from .panel import node_panel, prepare
 from .placement import Layout
 from .search import match_count
 from .state import ViewState, default_grouping, drawn_as, opened_to
@@ -376,13 +376,15 @@ def ring(
 
 def hovers(view: ViewState, rings: Any, grouping: Any) -> Any:
     """The nodes' hover texts, patched in once the DAG is drawn (they are most of its bytes:
-    1.5 of 2.3 MB at 10,000 nodes, and first paint there took 3.4 s with them, 2.0 without).
+    1.5 of 2.3 MB at 10,000 nodes, and first paint there took 3.4 s with them, 2.0 without);
+    and what the node panel looks up across the graph is built then too (``panel.prepare``).
     """
     source_id = rings.get("source") if isinstance(rings, dict) else None
     G = view.graph(source_id)
     if G is None or source_id is None:
         return dash.no_update
     shown, _ = view.view(source_id, G, view.expanded(source_id, G, grouping))
+    prepare(G)  # the panel's look-ups too, once the page is drawn
     dag = Patch()
     for index, texts in node_hovers(shown, rings.get("colour", "type")).items():
         dag["data"][index]["hovertext"] = texts

@@ -295,6 +295,13 @@ _KNOWN: weakref.WeakKeyDictionary[nx.DiGraph, dict[int, dict[str, Any]]] = (
 )
 
 
+def prepare(G: nx.DiGraph) -> None:
+    """Build what a node's panel looks up across the whole graph (where each kernel-argument
+    address points), so that no click waits for it: on the 100,064-node graph, the first
+    click on a copy took 0.28 to 0.40 s more while it was built."""
+    _known_addresses(G)
+
+
 def _known_addresses(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
     if G not in _KNOWN:
         known: dict[int, dict[str, Any]] = {}

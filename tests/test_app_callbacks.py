@@ -16,7 +16,7 @@ pytest.importorskip("dash")  # the GPU machine has no dash; the test extra bring
 
 import dash
 from dash_tree import by_id, ids, text
-from graphscope.app import callbacks, page_callbacks
+from graphscope.app import callbacks, page_callbacks, panel
 from graphscope.app.groups import OVERVIEW_NODES
 from graphscope.app.pages import address
 from graphscope.app.search import BUFFER_SEARCH
@@ -250,9 +250,13 @@ def test_the_ring_moves_to_the_selection_and_the_view_to_a_requested_node(
 
 def test_hover_texts_and_the_timeline_come_after_the_dag(view: ViewState) -> None:
     drawing = callbacks.draw(view, SMALL, "time", None, None, None)
+    G = view.graph(SMALL)
+    assert G is not None
+    panel._KNOWN.pop(G, None)
     patch = callbacks.hovers(view, drawing.rings, None).to_plotly_json()["operations"]
     texts = [op["params"]["value"] for op in patch if op["location"][-1] == "hovertext"]
     assert sum(len(t) for t in texts) == 212  # every node of the small sample
+    assert panel._KNOWN[G]  # the panel's address look-ups, built after the paint too
     shown = callbacks.timeline(view, drawing.rings, None, None, None)
     assert shown.style == {} and shown.ring == len(shown.figure.data) - 1
     assert shown.figure.data[-1].name == "selected" and shown.merged is False
