@@ -417,6 +417,11 @@ class Density:
     rows: int
     counts: dict[tuple[int, int], int]  # (column, row): nodes
 
+    @property
+    def cell(self) -> tuple[float, float]:
+        """A cell's width and height, in the graph's units."""
+        return (self.x1 - self.x0) / self.cols, (self.y1 - self.y0) / self.rows
+
 
 def density(lay: Layout) -> Density:
     """How a drawn graph's nodes fill a bounded grid (``Density``)."""
@@ -427,12 +432,12 @@ def density(lay: Layout) -> Density:
     x0, x1, y0, y1 = min(xs) - 0.5, max(xs) + 0.5, min(ys) - 0.5, max(ys) + 0.5
     cols = min(MINIMAP_CELLS, max(1, math.ceil(x1 - x0)))
     rows = min(MINIMAP_CELLS, max(1, math.ceil(y1 - y0)))
-    dx, dy = (x1 - x0) / cols, (y1 - y0) / rows
-    counts: dict[tuple[int, int], int] = {}
+    d = Density(x0, x1, y0, y1, cols, rows, {})
+    dx, dy = d.cell
     for x, y in lay.pos.values():
         cell = (min(cols - 1, int((x - x0) / dx)), min(rows - 1, int((y - y0) / dy)))
-        counts[cell] = counts.get(cell, 0) + 1
-    return Density(x0, x1, y0, y1, cols, rows, counts)
+        d.counts[cell] = d.counts.get(cell, 0) + 1
+    return d
 
 
 def shade(level: float) -> str:
@@ -450,13 +455,13 @@ def minimap(lay: Layout) -> go.Figure:
     one SVG path per shade (a Plotly shape), each joining its cells along the rows. Its size
     is bounded whatever the graph's. It was one square marker per cell, up to 6,400 SVG
     elements, and each frame of a click repainted them: on the 10,780-node sample expanded,
-    a click took a median 85 ms to the panel with them and 62 ms with the minimap hidden
-    (probe runs of 13 clicks). The page draws the view's rectangle on it and moves the DAG's
-    view to a clicked point (assets/dag-events.js).
+    a click took a median 82 ms to the panel with them (11 clicks, a probe), 62 ms with the
+    minimap hidden (13) and 73 ms with the paths (11). The page draws the view's rectangle
+    on it and moves the DAG's view to a clicked point (assets/dag-events.js).
     """
     d = density(lay)
     fig = go.Figure()
-    dx, dy = (d.x1 - d.x0) / d.cols, (d.y1 - d.y0) / d.rows
+    dx, dy = d.cell
     most = max(d.counts.values(), default=1)
     by_row: dict[int, list[tuple[int, int]]] = {}  # row: (column, shade level) of its cells
     for (col, row), n in d.counts.items():

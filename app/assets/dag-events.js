@@ -23,6 +23,18 @@
 //    is "none" in the page: Plotly's click searched for the point again (a hover pass, and
 //    its label drawn) before it said which, 23 to 42 ms of each click on tiny-llama, and the
 //    clickData it set went through Dash's dependency pass before the request went out.
+// 5. A WebGL view (over figure.SVG_LIMIT nodes; layout.meta.cull) is drawn culled: of each
+//    trace of more than CULL_MIN points, Plotly is given only the points and edge segments
+//    in a window around the view, the view and half of it again on each side; the page keeps
+//    the whole figure and gives Plotly a new window once the view leaves the old one. Every
+//    pan and zoom redrew every point: on the 100,064-node graph expanded, 1,262 nodes are in
+//    the opening view, and Chromium without a GPU draws WebGL in software.
+// 6. The selection rings, of the DAG and of the timeline, are drawn here too. The server moves
+//    each figure's trace named "selected" by a patch on every click; Plotly is given that
+//    trace empty, always the same object, so the patch redraws nothing in Plotly, and the page
+//    draws the ring from the figure. Measured on tiny-llama in headless Chromium: each click's
+//    patches had Plotly redraw the DAG (62 to 76 ms) and the timeline (136 to 233 ms), busy
+//    until 325 to 455 ms after the click, and the next key press or click waited for that.
 (function () {
   'use strict';
   const MOST = 400;     // labels drawn at once: figure.LABEL_LIMIT
@@ -251,112 +263,6 @@
     box.dataset.view = JSON.stringify([x0, x1, y0, y1]);
   }
 
-  // 6. The selection rings: see the top.
-  const RING = 'selected';  // the ring trace's name: figure.build_figure, timeline.build_timeline
-
-  // `data` with its ring trace swapped for an empty one: the same object for as long as the
-  // ring looks the same, so that Plotly.react finds nothing changed. The ring kept to draw.
-  function takeRing(gd, data) {
-    const i = data.findIndex((t) => t && t.name === RING);
-    if (i < 0) {
-      gd.__gsRing = null;
-      return data;
-    }
-    const ring = gd.__gsRing = data[i];
-    const look = JSON.stringify([ring.type, ring.mode, ring.orientation, ring.marker,
-                                 ring.hoverinfo, ring.showlegend]);
-    if (!gd.__gsRingStub || gd.__gsRingLook !== look) {
-      const none = {x: [], y: []};
-      if (ring.base) none.base = [];
-      gd.__gsRingStub = Object.assign({}, ring, none);
-      gd.__gsRingLook = look;
-    }
-    const out = data.slice();
-    out[i] = gd.__gsRingStub;
-    return out;
-  }
-
-  // Whether the plot holds a ring trace not hidden. (Plotly counts the empty one it holds as
-  // hidden, and leaves it out of the legend, as it did the ring of no node.)
-  function ringShown(gd) {
-    const t = gd.data ? gd.data.find((trace) => trace && trace.name === RING) : null;
-    return !!t && t.visible !== false && t.visible !== 'legendonly';
-  }
-
-  // The DAG's ring: a hollow circle round each of the trace's points.
-  function ringMarks(gd) {
-    const ring = gd.__gsRing;
-    if (!ring || !Array.isArray(ring.x) || !ringShown(gd)) return [];
-    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
-    const marker = ring.marker || {}, line = marker.line || {};
-    return ring.x.map((x, j) => {
-      const circle = document.createElementNS(SVG, 'circle');
-      circle.setAttribute('class', 'gs-ring');
-      circle.setAttribute('cx', xa.l2p(x).toFixed(1));
-      circle.setAttribute('cy', ya.l2p(ring.y[j]).toFixed(1));
-      circle.setAttribute('r', String((marker.size || 21) / 2));
-      circle.setAttribute('fill', 'none');
-      circle.setAttribute('stroke', line.color || '#d62728');
-      circle.setAttribute('stroke-width', String(line.width || 3));
-      return circle;
-    });
-  }
-
-  // The DAG's ring moved, the labels' layer otherwise left as it is: a click's own frame
-  // then repaints the ring alone, not every label and arrowhead.
-  function drawRing(gd) {
-    if (!gd._fullLayout || !gd._fullLayout.xaxis) return;
-    const layer = labelLayer(gd);
-    if (!layer) return;
-    for (const old of layer.querySelectorAll('.gs-ring')) old.remove();
-    for (const ring of ringMarks(gd)) layer.appendChild(ring);
-  }
-
-  // The timeline's ring: an outline round each ringed bar (horizontal bars on category rows,
-  // half a row thick: timeline.build_timeline's bargap).
-  function drawBarRing(gd) {
-    const full = gd._fullLayout;
-    if (!full || !full.xaxis || !full.yaxis || !gd._fullData) return;
-    const layer = labelLayer(gd);
-    if (!layer) return;
-    const xa = full.xaxis, ya = full.yaxis;
-    const ring = gd.__gsRing, bars = document.createDocumentFragment();
-    if (ring && Array.isArray(ring.y) && ringShown(gd)) {
-      const line = (ring.marker && ring.marker.line) || {};
-      const half = Math.abs(ya.c2p(0.25) - ya.c2p(0));
-      ring.y.forEach((row, j) => {
-        const middle = ya.c2p(ya.d2c(row));
-        const left = xa.l2p(ring.base[j]), right = xa.l2p(ring.base[j] + ring.x[j]);
-        if (![middle, left, right].every(Number.isFinite)) return;
-        const rect = document.createElementNS(SVG, 'rect');
-        rect.setAttribute('class', 'gs-ring');
-        rect.setAttribute('x', Math.min(left, right).toFixed(1));
-        rect.setAttribute('y', (middle - half).toFixed(1));
-        rect.setAttribute('width', Math.max(Math.abs(right - left), 1).toFixed(1));
-        rect.setAttribute('height', (2 * half).toFixed(1));
-        rect.setAttribute('fill', 'none');
-        rect.setAttribute('stroke', line.color || '#d62728');
-        rect.setAttribute('stroke-width', String(line.width || 3));
-        bars.appendChild(rect);
-      });
-    }
-    layer.replaceChildren(bars);
-  }
-
-  function timelinePlot() {
-    return document.querySelector('#timeline .js-plotly-plot');
-  }
-
-  function watchTimeline() {
-    const gd = timelinePlot();
-    if (!gd || !gd._ev || gd.__gsRingWatch) return;
-    const draw = () => drawBarRing(gd);
-    gd.on('plotly_afterplot', draw);
-    gd.on('plotly_react', () => setTimeout(draw, 0));
-    gd.__gsRingWatch = true;
-    draw();
-  }
-
   // 5. Culling: see the top. Plotly draws what a trace holds; the page holds the rest.
   const CULL_MIN = 500;     // a trace of fewer points is drawn whole
   const CULL_MARGIN = 0.5;  // the window: the view and this much of it again on each side
@@ -462,6 +368,109 @@
     return drawn;
   }
 
+  // 6. The selection rings: see the top.
+  const RING = 'selected';  // the ring trace's name: figure.build_figure, timeline.build_timeline
+
+  // `data` with its ring trace swapped for an empty one: the same object for as long as the
+  // ring looks the same, so that Plotly.react finds nothing changed. The ring kept to draw.
+  function takeRing(gd, data) {
+    const i = data.findIndex((t) => t && t.name === RING);
+    if (i < 0) {
+      gd.__gsRing = null;
+      return data;
+    }
+    const ring = gd.__gsRing = data[i];
+    const look = JSON.stringify([ring.type, ring.mode, ring.orientation, ring.marker,
+                                 ring.hoverinfo, ring.showlegend]);
+    if (!gd.__gsRingStub || gd.__gsRingLook !== look) {
+      const none = {x: [], y: []};
+      if (ring.base) none.base = [];
+      gd.__gsRingStub = Object.assign({}, ring, none);
+      gd.__gsRingLook = look;
+    }
+    const out = data.slice();
+    out[i] = gd.__gsRingStub;
+    return out;
+  }
+
+  // Whether the plot holds a ring trace not hidden. (Plotly counts the empty one it holds as
+  // hidden, and leaves it out of the legend, as it did the ring of no node.)
+  function ringShown(gd) {
+    const t = gd.data ? gd.data.find((trace) => trace && trace.name === RING) : null;
+    return !!t && t.visible !== false && t.visible !== 'legendonly';
+  }
+
+  // A ring's SVG element: `tag` at `place`, hollow, stroked as the ring trace's marker line.
+  function outline(tag, line, place) {
+    const element = document.createElementNS(SVG, tag);
+    element.setAttribute('class', 'gs-ring');
+    for (const [name, value] of Object.entries(place)) element.setAttribute(name, String(value));
+    element.setAttribute('fill', 'none');
+    element.setAttribute('stroke', line.color || '#d62728');
+    element.setAttribute('stroke-width', String(line.width || 3));
+    return element;
+  }
+
+  // The DAG's ring: a hollow circle round each of the trace's points.
+  function ringMarks(gd) {
+    const ring = gd.__gsRing;
+    if (!ring || !Array.isArray(ring.x) || !ringShown(gd)) return [];
+    const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+    const marker = ring.marker || {}, line = marker.line || {};
+    return ring.x.map((x, j) => outline('circle', line, {
+      cx: xa.l2p(x).toFixed(1), cy: ya.l2p(ring.y[j]).toFixed(1), r: (marker.size || 21) / 2,
+    }));
+  }
+
+  // The DAG's ring moved, the labels' layer otherwise left as it is: a click's own frame
+  // then repaints the ring alone, not every label and arrowhead.
+  function drawRing(gd) {
+    if (!gd._fullLayout || !gd._fullLayout.xaxis) return;
+    const layer = labelLayer(gd);
+    if (!layer) return;
+    for (const old of layer.querySelectorAll('.gs-ring')) old.remove();
+    for (const ring of ringMarks(gd)) layer.appendChild(ring);
+  }
+
+  // The timeline's ring: an outline round each ringed bar (horizontal bars on category rows,
+  // half a row thick: timeline.build_timeline's bargap).
+  function drawBarRing(gd) {
+    const full = gd._fullLayout;
+    if (!full || !full.xaxis || !full.yaxis || !gd._fullData) return;
+    const layer = labelLayer(gd);
+    if (!layer) return;
+    const xa = full.xaxis, ya = full.yaxis;
+    const ring = gd.__gsRing, bars = document.createDocumentFragment();
+    if (ring && Array.isArray(ring.y) && ringShown(gd)) {
+      const line = (ring.marker && ring.marker.line) || {};
+      const half = Math.abs(ya.c2p(0.25) - ya.c2p(0));
+      ring.y.forEach((row, j) => {
+        const middle = ya.c2p(ya.d2c(row));
+        const left = xa.l2p(ring.base[j]), right = xa.l2p(ring.base[j] + ring.x[j]);
+        if (![middle, left, right].every(Number.isFinite)) return;
+        bars.appendChild(outline('rect', line, {
+          x: Math.min(left, right).toFixed(1), y: (middle - half).toFixed(1),
+          width: Math.max(Math.abs(right - left), 1).toFixed(1), height: (2 * half).toFixed(1),
+        }));
+      });
+    }
+    layer.replaceChildren(bars);
+  }
+
+  function timelinePlot() {
+    return document.querySelector('#timeline .js-plotly-plot');
+  }
+
+  function watchTimeline() {
+    const gd = timelinePlot();
+    if (!gd || !gd._ev || gd.__gsRingWatch) return;
+    const draw = () => drawBarRing(gd);
+    gd.on('plotly_afterplot', draw);
+    gd.on('plotly_react', () => setTimeout(draw, 0));
+    gd.__gsRingWatch = true;
+    draw();
+  }
+
   // Every figure the DAG's and the timeline's dcc.Graph draw passes here first: its ring is
   // taken out, and the DAG's is culled, at the view the user has (the same uirevision keeps
   // it) or else at the figure's own.
@@ -521,12 +530,18 @@
     window.Plotly.relayout(gd, {'xaxis.range': [x - w, x + w], 'yaxis.range': [y - h, y + h]});
   }
 
-  function watchMinimap(gd) {
+  // One listener per minimap, for whichever DAG plot is drawn then: a listener per DAG plot
+  // would keep each replaced plot alive in its closure (as the click listeners would).
+  function watchMinimap() {
     const mm = minimapOf();
-    if (!mm || !mm._ev || mm.__graphscope === gd) return;
-    mm.on('plotly_react', () => setTimeout(() => showView(gd), 0));
-    mm.__graphscope = gd;
-    showView(gd);
+    if (!mm || !mm._ev || mm.__graphscope) return;
+    const show = () => {
+      const gd = dagPlot();
+      if (gd && gd._fullLayout) showView(gd);
+    };
+    mm.on('plotly_react', () => setTimeout(show, 0));
+    mm.__graphscope = true;
+    show();
   }
 
   function watch() {
@@ -536,7 +551,7 @@
     // dcc.Graph binds its listeners once per plot div, after its first Plotly.react; `_ev` is
     // the event emitter Plotly gives the div (its `on` and `removeAllListeners` wrap it).
     if (!gd || !gd._ev || gd._ev.listeners('plotly_relayout').length === 0) return;
-    watchMinimap(gd);
+    watchMinimap();
     if (gd.__graphscope) return;  // ours is the only listener left
     gd.removeAllListeners('plotly_relayout');
     const viewed = () => {
