@@ -259,16 +259,14 @@ def pick(nodes: list[dict[str, Any]], plot: list[float]) -> dict[str, Any] | Non
     return min(inside, key=lambda n: (n["x"] - cx) ** 2 + (n["y"] - cy) ** 2)
 
 
-# The nodes the DAG draws (not its rings), as an expression.
+# The nodes among some traces (not the rings and marks), as an expression of a function.
+_NODES_IN = """((data) => data.filter(t => t.hoverinfo !== 'skip' && t.customdata)
+  .reduce((n, t) => n + t.customdata.length, 0))"""
+_DAG = "document.querySelector('#dag .js-plotly-plot')"
 # The nodes of the DAG's figure: the whole of it where the page culls what Plotly draws.
-_NODES_DRAWN = """((gd) => (gd.__gsCull ? gd.__gsCull.full : gd.data)
-  .filter(t => t.hoverinfo !== 'skip' && t.customdata)
-  .reduce((n, t) => n + t.customdata.length, 0))(
-  document.querySelector('#dag .js-plotly-plot'))"""
+_NODES_DRAWN = f"{_NODES_IN}(((gd) => gd.__gsCull ? gd.__gsCull.full : gd.data)({_DAG}))"
 # The nodes Plotly was given to draw.
-_NODES_PLOTTED = """return document.querySelector('#dag .js-plotly-plot').data
-  .filter(t => t.hoverinfo !== 'skip' && t.customdata)
-  .reduce((n, t) => n + t.customdata.length, 0);"""
+_NODES_PLOTTED = f"return {_NODES_IN}({_DAG}.data);"
 
 
 def measure(
