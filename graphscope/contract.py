@@ -17,8 +17,9 @@ name the first culprit.
 
 The bounds: ``read_limited`` reads a file of at most a given size, ``gunzip`` stops a gzip
 stream that expands past its limit, and ``parse_json`` refuses JSON nested deeper than
-``MAX_DEPTH``, integer literals too long to convert and the non-standard NaN and Infinity.
-Each says the limit in its error.
+``MAX_DEPTH`` or holding more than ``MAX_JSON_VALUES`` values (measured on the bytes, before
+anything is built), integer literals too long to convert and the non-standard NaN and
+Infinity. Each says the limit in its error.
 """
 
 from __future__ import annotations
@@ -46,6 +47,13 @@ MAX_DEPTH = 64
 #: Largest file, and largest decompressed gzip stream, ``graphscope.load`` reads by default:
 #: samples/large's 10,780 nodes, every section and the eager trace included, are 36 MB of JSON.
 MAX_BYTES = 512 << 20
+#: Most JSON values (list items, object members, lists and objects) one read may hold. Bytes
+#: do not bound memory: a value takes 20 to 100 bytes in Python, and 314 MB of ``{},`` (a
+#: 306 KB gzip file) made 105 million dicts, 5.45 GB. Real bundles hold 0.06 values a byte:
+#: samples/large 2.1 million, the 100,064-node decode graph of benchmarks/_big.py 1.5 million,
+#: and 19 million with its eager trace (326 MB of JSON); at that density a bundle of MAX_BYTES
+#: holds 32 million.
+MAX_JSON_VALUES = 1 << 25
 
 U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
@@ -1070,26 +1078,46 @@ def _inflate(raw: bytes, path: Any, limit: int, hint: str, keep: bool) -> bytes:
 
 _STRING = re.compile(rb'"[^"]*"')
 _PAIR = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b'[]{}"')
+_NOT_SKELETON = bytes(c for c in range(256) if c not in b'[]{}",')
+
+
+def _skeleton(data: bytes) -> bytes:
+    """The brackets and commas of JSON text (as bytes) that are outside its strings."""
+    # Strings hold the brackets of kernel names and labels: they go before nesting is
+    # measured, and so do the escapes that decide where a string ends. Backslash pairs go
+    # first; a backslash left then escapes the character after it, as JSON reads it.
+    text = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_SKELETON)
+    # Two adjacent quotes end one string and start the next (or make an empty one): taking
+    # them out keeps every other quote paired, and what lies between paired quotes is still
+    # what is inside strings.
+    text = text.replace(b'""', b"")
+    if b'"' in text:
+        text = _STRING.sub(b"", text)
+    return text
+
+
+def json_values(data: bytes) -> int:
+    """How many values JSON text holds, within one: its commas and its lists and objects
+    (outside strings), in time linear in its length."""
+    return _count_values(_skeleton(data))
+
+
+def _count_values(skeleton: bytes) -> int:
+    return skeleton.count(b",") + skeleton.count(b"[") + skeleton.count(b"{")
 
 
 def json_too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether JSON text nests deeper than ``limit``, in time linear in its length.
+    """Whether JSON text nests deeper than ``limit``, in time linear in its length."""
+    return _too_deep(_skeleton(data).replace(b",", b""), limit)
+
+
+def _too_deep(text: bytes, limit: int) -> bool:
+    """Whether brackets (``_skeleton`` without its commas) nest deeper than ``limit``.
 
     A pass deletes the innermost ``[]`` and ``{}`` pairs. Done with ``bytes.replace``, a pass
     takes one or two levels; ``limit / 2`` such passes empty any text within the limit, and
     only a text they leave is measured one level a pass, with a regular expression.
     """
-    # Strings hold the brackets of kernel names and labels: they go before nesting is
-    # measured, and so do the escapes that decide where a string ends. Backslash pairs go
-    # first; a backslash left then escapes the character after it, as JSON reads it.
-    text = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_BRACKETS)
-    # Two adjacent quotes end one string and start the next (or make an empty one): taking
-    # them out keeps every other quote paired, and the brackets between paired quotes are
-    # still those inside strings.
-    text = text.replace(b'""', b"")
-    if b'"' in text:
-        text = _STRING.sub(b"", text)
     brackets = text
     for _ in range((limit + 1) // 2):
         shorter = brackets.replace(b"[]", b"").replace(b"{}", b"")
@@ -1114,11 +1142,36 @@ def _refuse_constant(name: str) -> Any:
     raise _Constant(name)
 
 
-def check_json_depth(
-    raw: bytes, path: Any, error: type[InputError] = InputError, what: str = "JSON"
+class JsonBudget:
+    """JSON values that several texts of one file may hold in all (a DOT file's ``gs_``
+    attributes): the limit is on the file's memory, not on each text's."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_JSON_VALUES if limit is None else limit
+        self.used = 0
+
+
+def check_json(
+    raw: bytes,
+    path: Any,
+    error: type[InputError] = InputError,
+    what: str = "JSON",
+    budget: JsonBudget | None = None,
 ) -> None:
-    """Refuse JSON text (as bytes) nested deeper than ``MAX_DEPTH``."""
-    if json_too_deep(raw):
+    """Refuse JSON text (as bytes) nested deeper than ``MAX_DEPTH``, or holding more values
+    than the budget (by default ``MAX_JSON_VALUES``) leaves."""
+    skeleton = _skeleton(raw)
+    budget = budget or JsonBudget()
+    earlier = budget.used
+    budget.used += _count_values(skeleton)
+    if budget.used > budget.limit:
+        before = f", {earlier:,} of them in the file's earlier JSON" if earlier else ""
+        raise error(
+            path,
+            f"{what} holds more than {budget.limit:,} JSON values{before}: the most graphscope "
+            "reads (each value takes tens of bytes of memory)",
+        )
+    if _too_deep(skeleton.replace(b",", b""), MAX_DEPTH):
         raise error(
             path, f"{what} nested deeper than {MAX_DEPTH} levels, the most graphscope reads"
         )
@@ -1130,15 +1183,17 @@ def parse_json(
     error: type[InputError] = InputError,
     what: str = "JSON",
     *,
-    depth_checked: bool = False,
+    budget: JsonBudget | None = None,
+    checked: bool = False,
 ) -> Any:
-    """Parse JSON text within the bounds: nesting, integer length, finite numbers.
+    """Parse JSON text within the bounds: nesting, number of values (``budget``, by default
+    ``MAX_JSON_VALUES``), integer length, finite numbers.
 
-    ``depth_checked``: the caller has run ``check_json_depth`` on the text's bytes.
+    ``checked``: the caller has run ``check_json`` on the text's bytes.
     """
-    if not depth_checked:
+    if not checked:
         raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-        check_json_depth(raw, path, error, what)
+        check_json(raw, path, error, what, budget)
     try:
         return json.loads(data, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:

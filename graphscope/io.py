@@ -49,9 +49,9 @@ def bulk() -> Iterator[None]:
 
 
 def _parse_json(text: str, path: Path) -> object:
-    """A bundle's JSON, whose nesting ``load`` has measured on its bytes."""
+    """A bundle's JSON, whose nesting and values ``load`` has counted on its bytes."""
     with bulk():
-        return contract.parse_json(text, path, BundleFormatError, "bundle JSON", depth_checked=True)
+        return contract.parse_json(text, path, BundleFormatError, "bundle JSON", checked=True)
 
 
 def _bundle_graph(doc: object, path: Path) -> nx.DiGraph:
@@ -82,8 +82,8 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
         ) from None
     kind = _kind(text[:4096])
     if kind == "bundle":
-        # Nesting is measured on the bytes, before they go: the text is what is parsed.
-        contract.check_json_depth(raw, p, BundleFormatError, "bundle JSON")
+        # Nesting and values are counted on the bytes, before they go: the text is parsed.
+        contract.check_json(raw, p, BundleFormatError, "bundle JSON")
         del raw
         doc = _parse_json(text, p)
         del text  # a large bundle's text would otherwise stay alive while its graph is built

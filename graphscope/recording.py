@@ -26,6 +26,7 @@ from .contract import (
     RECORDING_SAMPLING,
     RECORDING_STATUSES,
     TEXTS,
+    JsonBudget,
     check,
     check_each,
     parse_json,
@@ -39,6 +40,9 @@ SCHEMA_VERSION = 1
 INDEX_NAME = "recording.json"
 #: Largest index read; a recording of thousands of graphs is a few MB.
 MAX_INDEX_BYTES = 256 << 20
+#: Most JSON values an index may hold: the samples' indexes take 42 to 81 values a graph, so
+#: this is some 50,000 graphs.
+MAX_INDEX_VALUES = 1 << 22
 
 STATUSES = RECORDING_STATUSES
 
@@ -132,7 +136,7 @@ def check_graph_entry(value: Any, path: Any, where: str) -> dict[str, Any]:
 def read_index(path: Path) -> Any:
     """The parsed JSON of an index file, or one InputError naming the file."""
     raw = read_limited(path, MAX_INDEX_BYTES, decompress=False, hint=" for a recording index")
-    return parse_json(raw, path, InputError, "recording index")
+    return parse_json(raw, path, InputError, "recording index", budget=JsonBudget(MAX_INDEX_VALUES))
 
 
 def from_document(doc: Any, path: Path) -> Recording:

@@ -15,6 +15,7 @@ from ..contract import (
     BUCKET,
     BUCKETS,
     MAX_BATCH_SIZE,
+    JsonBudget,
     Num,
     Record,
     Text,
@@ -32,6 +33,13 @@ DEFAULT_BUCKETS = (1, 2, 4, 8)
 PADDING_RULE = "a batch of n runs in the smallest bucket >= n, padded to it"
 #: Largest buckets index or histogram read: either is a few KB.
 MAX_INDEX_BYTES = 64 << 20
+#: Most JSON values a buckets index or a JSON histogram may hold: a histogram names at most
+#: MAX_BATCH_SIZE batch sizes, a bucket takes about ten values (the samples' indexes 12 to 53).
+MAX_INDEX_VALUES = 1 << 20
+#: Largest count a histogram may give a batch size: a million batches a second for 30 years.
+#: The bound keeps every sum of counts, and each count times a batch size, finite (two counts
+#: of 1e308 overflowed ``math.fsum``).
+MAX_COUNT = 1e15
 
 
 def _batch_size(text: str) -> bool:
@@ -40,7 +48,7 @@ def _batch_size(text: str) -> bool:
 
 # A histogram: batch size (as JSON keys or CSV cells are, text) -> how often it is seen.
 _BATCH_TEXT = Text(f"a batch size in 1..{MAX_BATCH_SIZE}", _batch_size)
-_HISTOGRAM = Record({}, other=Num(0, 1e300), says="an object of batch size -> count")
+_HISTOGRAM = Record({}, other=Num(0, MAX_COUNT), says="an object of batch size -> count")
 _COUNT_TEXT = re.compile(r"[0-9]{1,30}(?:\.[0-9]{0,30})?(?:[eE][+-]?[0-9]{1,3})?\Z")
 
 
@@ -123,7 +131,7 @@ def read_buckets(
             raise InputError(where, f"several buckets files ({names}): name the one to read")
         where = found[0]
     raw = read_limited(where, MAX_INDEX_BYTES, decompress=False, hint=" for a buckets index")
-    doc = parse_json(raw, where, InputError, "buckets index")
+    doc = parse_json(raw, where, InputError, "buckets index", budget=JsonBudget(MAX_INDEX_VALUES))
     if not isinstance(doc, dict) or not isinstance(doc.get("buckets"), list):
         raise InputError(where, 'not a buckets.json: expected an object with a "buckets" list')
     check_each(doc["buckets"], BUCKET, where, "bucket {}".format)
@@ -161,7 +169,7 @@ def read_distribution(path: str | os.PathLike[str]) -> dict[int, float]:
         raise InputError(where, f"not UTF-8 text (byte {exc.start} is not UTF-8)") from None
     counts: dict[int, float] = {}
     if text.lstrip().startswith("{"):
-        doc = parse_json(raw, where, InputError, "histogram")
+        doc = parse_json(raw, where, InputError, "histogram", budget=JsonBudget(MAX_INDEX_VALUES))
         check(doc, _HISTOGRAM, where)
         for key in doc:
             if _BATCH_TEXT.problem(key):
@@ -182,8 +190,10 @@ def read_distribution(path: str | os.PathLike[str]) -> dict[int, float]:
                     number,
                 )
             count = float(parts[1])
-            if not math.isfinite(count):
-                raise InputError(where, f"count {parts[1][:20]!r} is not a finite number", number)
+            if not count <= MAX_COUNT:
+                raise InputError(
+                    where, f"count {parts[1][:20]!r} is not a number in 0..{MAX_COUNT:g}", number
+                )
             counts[int(parts[0])] = counts.get(int(parts[0]), 0.0) + count
     total = math.fsum(counts.values())
     if not counts or not 0 < total < math.inf:
