@@ -27,11 +27,11 @@ from typing import Any
 
 import networkx as nx
 
-from .contract import check_nodes, check_structure, claimed_graphs, parse_json
+from .contract import JsonBudget, check_nodes, check_structure, claimed_graphs, parse_json
 from .dotparse import DotDocument, Node, parse_dot
 from .errors import DotFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
-from .names import demangle, short_name
+from .names import demangle_all, short_name
 from .recording import check_graph_entry
 
 _TYPE_WORDS = {t: t for t in NODE_TYPES if t not in ("KERNEL", "GRAPH")}
@@ -56,8 +56,18 @@ Record = list["Record | str"]
 _MAX_RECORD_DEPTH = 32
 
 
-@lru_cache(maxsize=16384)
 def _snake(key: str) -> str:
+    # Only a driver's short keys are cached: a long one (any text, in a mutated file) held
+    # by the cache would stay in a server's memory for good.
+    return _snake_cached(key) if len(key) <= 64 else _snake_text(key)
+
+
+@lru_cache(maxsize=4096)
+def _snake_cached(key: str) -> str:
+    return _snake_text(key)
+
+
+def _snake_text(key: str) -> str:
     return ".".join(_SNAKE.sub("_", part.strip()).lower() for part in key.split("."))
 
 
@@ -408,16 +418,17 @@ def _gs_value(text: str) -> str:
     return (pairs.replace("\\", "") + tail).replace("\x00", "\\")
 
 
-def _gs_json(text: str, path: Any, where: str, line: int | None) -> Any:
-    """The JSON graphscope's DOT writer stored in a gs_ attribute, within the JSON bounds."""
+def _gs_json(text: str, path: Any, where: str, line: int | None, budget: JsonBudget) -> Any:
+    """The JSON graphscope's DOT writer stored in a gs_ attribute, within the JSON bounds
+    (the values of all of a file's gs_ attributes count against one ``budget``)."""
     try:
-        return parse_json(_gs_value(text), path, DotFormatError)
+        return parse_json(_gs_value(text), path, DotFormatError, budget=budget)
     except DotFormatError as exc:
         # parse_json counts lines inside the attribute; the file's line is the one to name.
         raise DotFormatError(path, f"{where}: {exc.message}", line) from None
 
 
-def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
+def _node_attrs(name: str, node: Node, path: Any, budget: JsonBudget) -> dict[str, Any]:
     ids = parse_key(name)
     if ids is None:
         raise DotFormatError(
@@ -429,7 +440,8 @@ def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
     gid, lid = ids
     attrs: dict[str, Any] = {"graph_id": gid, "local_id": lid}
     if "gs_attrs" in node.attrs:  # written by graphscope's own DOT writer: exact attributes
-        stored = _gs_json(node.attrs["gs_attrs"], path, f"node {name!r}: gs_attrs", node.line)
+        where = f"node {name!r}: gs_attrs"
+        stored = _gs_json(node.attrs["gs_attrs"], path, where, node.line, budget)
         if not isinstance(stored, dict):
             raise DotFormatError(path, f"node {name!r}: gs_attrs is not a JSON object", node.line)
         stored.update(graph_id=gid, local_id=lid)  # the contract checks the rest
@@ -450,10 +462,21 @@ def _node_attrs(name: str, node: Node, path: Any) -> dict[str, Any]:
     if attrs["type"] == "GRAPH" and "child_graph" not in attrs:
         raise DotFormatError(path, f"node {name!r}: child-graph node names no graph", node.line)
     _derive(attrs)
-    if attrs["type"] == "KERNEL" and "name" in attrs:
-        attrs["demangled"] = demangle(attrs["name"])
-        attrs["short_name"] = short_name(attrs["name"])
     return attrs
+
+
+def _name_kernels(nodes: dict[str, dict[str, Any]], doc: DotDocument) -> None:
+    """Give each kernel read from a driver label its demangled and short names, demangling
+    them all in one bounded child process (``graphscope.names``)."""
+    kernels = [
+        attrs
+        for key, attrs in nodes.items()
+        if "gs_attrs" not in doc.nodes[key].attrs and attrs["type"] == "KERNEL" and "name" in attrs
+    ]
+    demangled = demangle_all(attrs["name"] for attrs in kernels)
+    for attrs in kernels:
+        attrs["demangled"] = demangled[attrs["name"]]
+        attrs["short_name"] = short_name(attrs["name"])
 
 
 def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGraph:
@@ -473,7 +496,9 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                 )
     if not doc.nodes:
         return _empty_graph(doc, path)
-    nodes = {name: _node_attrs(name, node, path) for name, node in doc.nodes.items()}
+    budget = JsonBudget()
+    nodes = {name: _node_attrs(name, node, path, budget) for name, node in doc.nodes.items()}
+    _name_kernels(nodes, doc)
     lines = {name: node.line for name, node in doc.nodes.items()}
     # The contract first: what follows reads child graphs, bodies and ids as their types.
     check_nodes(nodes, path, DotFormatError, lines)
@@ -512,7 +537,7 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
                 path, f"edge {edge.source} -> {edge.target} joins two graphs", edge.line
             )
         if "gs_attrs" in edge.attrs:
-            edge_attrs = _gs_json(edge.attrs["gs_attrs"], path, "edge gs_attrs", edge.line)
+            edge_attrs = _gs_json(edge.attrs["gs_attrs"], path, "edge gs_attrs", edge.line, budget)
             if not isinstance(edge_attrs, dict):
                 raise DotFormatError(path, "edge gs_attrs is not a JSON object", edge.line)
         else:
@@ -530,20 +555,22 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
             # An empty body graph prints as an empty cluster: nothing to attach; keep the ref.
             G.nodes[owner].setdefault("empty_graphs", []).append(gid)
     roots = sorted({d["graph_id"] for _, d in G.nodes(data=True) if d["parent"] is None})
-    G.graph.update(_graph_metadata(doc, path))
+    G.graph.update(_graph_metadata(doc, path, budget))
     G.graph.setdefault("root_graph_ids", roots)
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
     check_structure(G, path, DotFormatError)
     return G
 
 
-def _graph_metadata(doc: DotDocument, path: str | Path | None) -> dict[str, Any]:
+def _graph_metadata(
+    doc: DotDocument, path: str | Path | None, budget: JsonBudget
+) -> dict[str, Any]:
     """The graph metadata graphscope's DOT writer keeps in ``gs_graph`` (none elsewhere)."""
     # The schema the graph is read in: a DOT file has no version of its own, and a stamp in
     # gs_graph is its writer's, read as the bundle reader reads its metadata's.
     if "gs_graph" not in doc.attrs:
         return {"schema_version": SCHEMA_VERSION}
-    meta = _gs_json(doc.attrs["gs_graph"], path, "gs_graph", None)
+    meta = _gs_json(doc.attrs["gs_graph"], path, "gs_graph", None, budget)
     if not isinstance(meta, dict):
         raise DotFormatError(path, "gs_graph is not a JSON object")
     if "recording" in meta:  # checked, with its defaults, as a bundle's recording section is
@@ -565,7 +592,7 @@ def _empty_graph(doc: DotDocument, path: str | Path | None) -> nx.DiGraph:
     if doc.edges or not (clusters or "gs_graph" in doc.attrs):
         raise DotFormatError(path, "the DOT graph has no nodes")
     G = nx.DiGraph()
-    G.graph.update(_graph_metadata(doc, path))
+    G.graph.update(_graph_metadata(doc, path, JsonBudget()))
     G.graph.setdefault("root_graph_ids", [int(clusters[0].group(1))] if clusters else [])
     G.graph.setdefault("source", {"format": "dot", "path": None if path is None else str(path)})
     check_structure(G, path, DotFormatError)
