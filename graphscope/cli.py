@@ -57,8 +57,20 @@ def _error(message: str) -> None:
 
 
 def _dump_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=1, default=str)
+    """Print ``--json`` output as strict JSON: NaN and the infinities (an unknown eager time
+    in ``buckets``) are null, as JSON has no such numbers."""
+    json.dump(_finite(data), sys.stdout, indent=1, default=str, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
@@ -94,8 +106,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             text.render_summary(path, summary, sys.stdout.write, top=args.top)
             text.render_findings(summary["findings"], sys.stdout.write)
     if args.json:
-        json.dump(results, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        _dump_json(results)
     return status
 
 
