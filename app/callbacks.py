@@ -20,7 +20,7 @@ from graphscope.analysis.diff import diff
 
 from . import page_callbacks, pages
 from .cards import card_divs, untimed
-from .components import HIDDEN, PAGES, Drawing, Outputs, no_selection, page_layout
+from .components import COLOURS, HIDDEN, PAGES, Drawing, Outputs, no_selection, page_layout
 from .figure import build_figure, has_timing, minimap, node_hovers, ring_at
 from .groups import GROUP, enclosing
 from .marks import mark_traces
@@ -35,7 +35,6 @@ FOCUS_X, FOCUS_Y = 4.0, 5.0
 #: What a page's address may ask for (``?file=f2&node=graph_1_node_40&view=report``):
 #: ``compare`` names the file whose diff to ``file`` is marked in the DAG.
 URL_KEYS = ("file", "node", "view", "colour", "compare")
-COLOURS = ("type", "time")
 
 
 def url_state(args: Any) -> dict[str, str]:
@@ -161,10 +160,11 @@ def draw(
         else:
             d = diff(against.graph, G)
             marks = mark_traces(lay, d.added, pages.changed_keys(d), drawn)
-            # Plotly takes new traces only at the end, then any order of those it holds.
-            fig.add_traces(marks)
-            ring_trace = fig.data[-len(marks) - 1]
-            fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
+            if marks:  # none for a file compared with itself (fig.data[-0:] is all of it)
+                # Plotly takes new traces only at the end, then any order of those it holds.
+                fig.add_traces(marks)
+                ring_trace = fig.data[-len(marks) - 1]
+                fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
             ringed_group = any(str(k).startswith("group:") for t in marks for k in t.customdata)
             notes.insert(0, pages.compare_note(d, against.id, against.label, ringed_group))
     ranges = focus_ranges(lay, ring) if key is not None and focus == key else None

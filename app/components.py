@@ -57,6 +57,11 @@ table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
 OFFLINE = dcc.Graph.Config(displaylogo=False, showSendToCloud=False, plotlyServerURL="")
 
 HIDDEN = {"display": "none"}
+#: The DAG's colourings, in the picker's order.
+COLOURS = ("type", "time")
+#: The largest memory budget the buckets page takes, in MiB (as ``graphscope buckets
+#: --budget-mib``: 8 EiB, more than any GPU holds).
+BUDGET_MIB_MAX = 2**43
 #: The pages, in the picker's order, and the id of the component each one shows or hides.
 PAGES = {
     "graph": "graph-page",
@@ -250,10 +255,11 @@ def page_layout(
                                 value=bucket_files[0]["value"] if bucket_files else None,
                                 placeholder="a <model>.buckets.json",
                             ),
+                            # No min or max: the browser sends a value out of range as
+                            # nothing, and the page is to say why it takes none.
                             dcc.Input(
                                 id="budget",
                                 type="number",
-                                min=0,
                                 placeholder="memory budget, MiB",
                                 debounce=True,
                             ),

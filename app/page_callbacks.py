@@ -16,7 +16,7 @@ from dash import html
 from graphscope.analysis.buckets import bucket_report
 from graphscope.errors import GraphscopeError
 
-from . import pages
+from . import inputs, pages
 from .components import HIDDEN, PAGES, Outputs
 from .state import ViewState
 
@@ -70,7 +70,8 @@ def compare(view: ViewState, page: str, a: str | None, b: str | None) -> Any:
 
 
 def buckets(view: ViewState, page: str, path: str | None, budget: Any) -> Any:
-    """The buckets page for one of the listed ``*.buckets.json``, within a memory budget."""
+    """The buckets page for one of the listed ``*.buckets.json``, within a memory budget (in
+    MiB, as the page sends it: anything, ``inputs.SHOWN``)."""
     if page != "buckets":
         return dash.no_update
     if not path or path not in {f["value"] for f in view.bucket_files}:
@@ -79,7 +80,9 @@ def buckets(view: ViewState, page: str, path: str | None, budget: Any) -> Any:
             "the bundles it makes; give a bundle in that folder to graphscope serve.",
             className="muted",
         )
-    limit = int(float(budget) * 2**20) if isinstance(budget, (int, float)) else None
+    # The budget is what a person typed: one that is no size is said, not dropped silently.
+    why = inputs.problem("budget.value", budget)
+    limit = int(budget * 2**20) if budget is not None and why is None else None
     try:
         found = bucket_report(path, budget_bytes=limit)
     except GraphscopeError as exc:
@@ -88,7 +91,11 @@ def buckets(view: ViewState, page: str, path: str | None, budget: Any) -> Any:
     ids = {s.path.resolve(): s.id for s in view.registry.sources.values() if not s.uploaded}
     folder = Path(path).resolve().parent
     bundles = {b.batch_size: folder / b.bundle for b in found.buckets if b.bundle}
-    return pages.buckets_page(found, {size: ids[f] for size, f in bundles.items() if f in ids})
+    shown = pages.buckets_page(found, {size: ids[f] for size, f in bundles.items() if f in ids})
+    if why is None:
+        return shown
+    said = f"memory budget: {why}; every bucket is shown, without a best set."
+    return [html.Div(said, className="error", id="budget-error"), *shown]
 
 
 def mark_failed(view: ViewState, source_id: str | None) -> Any:

@@ -18,7 +18,7 @@ import dash
 import flask
 from dash import ALL, Input, Output, State
 
-from . import callbacks, clientside, guard, page_callbacks
+from . import callbacks, clientside, guard, inputs, page_callbacks, protocol
 from .components import CSS, PAGES
 from .state import ViewState
 
@@ -38,6 +38,10 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + CSS + "</style>")
     app.layout = lambda: callbacks.page(view, _asked())
     register(app, view)
+    # Every callback's values checked before it runs, and every request's shape before Dash
+    # reads it: what a client sends is answered, or refused in a line, never a 500.
+    inputs.install(app)
+    protocol.install(app)
     if preload:
         view.preload()
     return app
@@ -54,7 +58,10 @@ def _asked() -> dict[str, str]:
     if flask.request.args:
         return callbacks.url_state(flask.request.args)
     referrer = flask.request.referrer or ""
-    query = {k: v[0] for k, v in parse_qs(urlparse(referrer).query).items() if v}
+    try:
+        query = {k: v[0] for k, v in parse_qs(urlparse(referrer).query).items() if v}
+    except ValueError:  # a header that is no address ("http://[x"): it asks for nothing
+        return {}
     return callbacks.url_state(query)
 
 

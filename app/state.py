@@ -36,6 +36,10 @@ ROWS_KEPT = 5
 SEARCHES_KEPT = 8
 
 
+#: How a grouping opens, before its toggles: the overview, every group open, or every one shut.
+DEFAULTS = ("overview", "expanded", "collapsed")
+
+
 def default_grouping(source_id: str) -> dict[str, Any]:
     """How a graph opens: its overview (groups.overview), nothing toggled from it."""
     return {"source": source_id, "default": "overview", "toggled": []}
