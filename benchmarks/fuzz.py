@@ -21,7 +21,9 @@ flipped, be cut short or be gzipped wrongly. Families (docs/FUZZING.md):
   that reads one: ``inspect``, ``report``, ``diff``, ``export`` in each format,
   ``import-trace`` and ``convert``, and with ``--upload`` the dashboard's upload;
 - ``callbacks``, ``http``: the dashboard's server, through Flask's test client
-  (``_fuzz_server.py``): every callback with hostile values, malformed requests, every route.
+  (``_fuzz_server.py``): every callback with hostile values, malformed requests, every route;
+- ``demangle``, ``json``: the readers' bounds (``_fuzz_readers.py``): kernel names that demangle
+  past every bound, and dense JSON through every JSON reader.
 
 Each input runs in a worker process, with a time limit per step and a memory limit; a worker
 that runs past either is killed, and the input counted. A step ends *clean*, *refused* (a
@@ -65,6 +67,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _fuzz_readers import case_demangle, case_json, not_strict_json
 from _fuzz_server import case_callbacks, case_http
 from _mutations import (
     bundle_mutation,
@@ -79,7 +82,10 @@ from _mutations import (
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
-FAMILIES = ("dot", "bundle", "buckets", "trace", "recording", "commands", "callbacks", "http")
+FAMILIES = (
+    *("dot", "bundle", "buckets", "trace", "recording", "commands", "callbacks", "http"),
+    *("demangle", "json"),  # _fuzz_readers.py
+)
 #: A seed at least this large (the 10,780-node sample) is drawn rarely and given more time.
 LARGE_BYTES = 1 << 20
 LARGE_SHARE = 0.02
@@ -463,6 +469,8 @@ class Runner:
         if code == 0:
             if [x for x in lines if not x.startswith("graphscope: warning: ")]:
                 self._defect(line, "stderr", "output on stderr", "?", "cli", text[-800:])
+            elif "--json" in argv and (why := not_strict_json(out.buffer.getvalue())):
+                self._defect(line, "json", "--json printed what is not JSON", "?", "cli", why)
         elif code not in (1, 2):
             self._defect(line, "traceback", f"exit status {code}", "?", "cli", text[-800:])
         elif len(lines) != 1 or not lines[0].startswith("graphscope: error: "):
@@ -591,7 +599,8 @@ def _histogram(rng: Rng, said: list[str]) -> bytes:
         i = rng.randrange(len(lines))
         how = rng.choice(["number", "delete", "junk", "many"])
         if how == "number":
-            junk = rng.choice(["0", "-1", "9" * 30, "nan", "inf", "1e999", "", "x", "70000"])
+            junk = rng.choice(["0", "-1", "9" * 30, "nan", "inf", "1e999", "", "x", "70000",
+                               "1e308", "-1e308", "5e-324", "1e15", "1e16", "2e-308"])  # fmt: skip
             lines[i] = re.sub(r"\d+", junk, lines[i], count=1)
         elif how == "delete" and len(lines) > 1:
             del lines[i]
@@ -877,6 +886,8 @@ _CASES = {
     "commands": _case_commands,
     "callbacks": case_callbacks,
     "http": case_http,
+    "demangle": case_demangle,
+    "json": case_json,
 }
 
 

@@ -32,6 +32,7 @@ SEED = int(os.environ.get("GRAPHSCOPE_FUZZ_SEED", "0"))
 # Inputs per family: a few hundred of the cheap ones, fewer where each input runs every
 # command (about 1 s each).
 COUNTS = {"dot": 300, "bundle": 300, "buckets": 300, "trace": 150, "recording": 150, "commands": 60}
+COUNTS.update(demangle=40, json=120)  # _fuzz_readers.py: about 30 s each on two cores
 COUNTS.update(callbacks=800, http=2000)  # _fuzz_server.py: about 35 s together on two cores
 
 
