@@ -165,22 +165,20 @@ class Requests:
     app: dash.Dash
     shapes: dict[str, Shape] = field(default_factory=dict)  # by output, made on first use
 
-    @property
-    def _prefix(self) -> str:
-        return str(self.app.config.routes_pathname_prefix)
+    def __post_init__(self) -> None:
+        prefix = str(self.app.config.routes_pathname_prefix)
+        self.catchall = prefix + "<path:path>"  # the endpoints, as Dash names them
+        self.update = prefix + "_dash-update-component"
 
     def __call__(self) -> None:
         rule = flask.request.url_rule
         if rule is None:  # Flask answers 404 or 405 itself
             return
-        if rule.endpoint == self._prefix + "<path:path>":
+        if rule.endpoint == self.catchall:
             # Dash's catch-all: every path serves the page, for apps of several pages. This
             # one has its page at the root: another path is a file that is not there.
             raise NotFound(f"nothing at {show(flask.request.path)}; the dashboard is at /")
-        if (
-            rule.endpoint == self._prefix + "_dash-update-component"
-            and flask.request.method == "POST"
-        ):
+        if rule.endpoint == self.update and flask.request.method == "POST":
             try:
                 body = flask.request.get_json()  # kept by Flask: Dash reads it from there
             except UnsupportedMediaType:
