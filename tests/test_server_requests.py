@@ -282,9 +282,7 @@ def test_the_page_and_its_files_are_still_served(app: dash.Dash) -> None:
     assert index.status_code == 200
     scripts = [s for s in index.get_data(as_text=True).split('"') if s.endswith(".js")]
     scripts += [
-        s.split("?")[0]
-        for s in index.get_data(as_text=True).split('"')
-        if s.startswith("/assets/")
+        s.split("?")[0] for s in index.get_data(as_text=True).split('"') if s.startswith("/assets/")
     ]
     assert len(scripts) >= 8
     for script in scripts:
