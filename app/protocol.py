@@ -29,7 +29,9 @@ from werkzeug.exceptions import (
     UnsupportedMediaType,
 )
 
-from .inputs import server_callbacks, show
+from graphscope.contract import show
+
+from .inputs import server_callbacks
 
 #: The most items a pattern-matching input may list (a link per node of a panel or group).
 MAX_MATCHES = 100_000
