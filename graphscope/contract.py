@@ -29,6 +29,7 @@ import math
 import operator
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +40,7 @@ from typing import Any
 
 import networkx as nx
 
+from . import paths
 from .errors import InputError
 from .model import NODE_TYPES
 
@@ -1010,14 +1012,15 @@ def read_limited(
     """A file's bytes, gunzipped when it is gzip and ``decompress``; InputError past ``limit``."""
     p = Path(path)
     too_big = f"graphscope reads at most {limit} bytes{hint}"
+    found = paths.stat(p)  # a name too long, a folder that cannot be searched: one line
+    if found is None:
+        raise InputError(p, "no such file")
+    if stat.S_ISDIR(found.st_mode):
+        raise InputError(p, "is a directory, not a file")
+    if not stat.S_ISREG(found.st_mode):
+        raise InputError(p, "not a regular file")
     try:
-        if not p.exists():
-            raise InputError(p, "no such file")
-        if p.is_dir():
-            raise InputError(p, "is a directory, not a file")
-        if not p.is_file():
-            raise InputError(p, "not a regular file")
-        size = p.stat().st_size
+        size = found.st_size
         if size > limit:
             raise InputError(p, f"file is {size} bytes; {too_big}")
         with open(p, "rb") as fh:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .contract import (
     RECORDING_FALLBACKS,
     RECORDING_GRAPH,
@@ -186,28 +188,34 @@ def from_document(doc: Any, path: Path) -> Recording:
 def load_recording(path: str | os.PathLike[str]) -> Recording:
     """One process's recording, from its ``recording.json`` or the folder holding it."""
     p = Path(path)
-    if p.is_dir():
+    if paths.is_dir(p):
         p = p / INDEX_NAME
     return from_document(read_index(p), p)
 
 
 def is_recording(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a recording folder (of one process or of a whole run) or index."""
+    """Whether ``path`` is a recording folder (of one process or of a whole run) or index.
+
+    A path the OS refuses to look up (a name too long, a folder that cannot be searched) is
+    one ``InputError`` line, not False: the user is told why, not "not a recording"."""
+    return bool(index_files(path))
+
+
+def index_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The ``recording.json`` files of a run folder (one per process), of one process's
+    folder, or the index itself when ``path`` names one."""
     p = Path(path)
-    if p.is_file():
-        return p.name == INDEX_NAME
-    return p.is_dir() and bool(index_files(p))
-
-
-def index_files(folder: str | os.PathLike[str]) -> list[Path]:
-    """The ``recording.json`` files of a run folder (one per process) or of one process."""
-    p = Path(folder)
-    if (p / INDEX_NAME).is_file():
-        return [p / INDEX_NAME]
-    if not p.is_dir():
+    found = paths.stat(p)
+    if found is None:
         return []
+    if stat.S_ISREG(found.st_mode):
+        return [p] if p.name == INDEX_NAME else []
+    if not stat.S_ISDIR(found.st_mode):
+        return []
+    if paths.is_file(p / INDEX_NAME):
+        return [p / INDEX_NAME]
     return sorted(
-        (child / INDEX_NAME for child in p.iterdir() if (child / INDEX_NAME).is_file()),
+        (child / INDEX_NAME for child in paths.entries(p) if paths.is_file(child / INDEX_NAME)),
         key=lambda f: _process_order(f.parent.name),
     )
 

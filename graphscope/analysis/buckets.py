@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import paths
 from ..contract import (
     BUCKET,
     BUCKETS,
@@ -122,8 +123,8 @@ def read_buckets(
     """(model, padding rule, buckets, driver update verdicts) from a ``<model>.buckets.json``
     or a folder holding one."""
     where = Path(path)
-    if where.is_dir():
-        found = sorted(where.glob("*.buckets.json"))
+    if paths.is_dir(where):  # a path the OS refuses to look up: one line, through paths
+        found = [p for p in paths.entries(where) if p.name.endswith(".buckets.json")]
         if not found:
             raise InputError(where, "no *.buckets.json here: graphscope capture writes one")
         if len(found) > 1:
