@@ -14,10 +14,13 @@ a 100,000-node bundle within the 2 s load and save targets (benchmarks/bench_bun
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 import networkx as nx
 
+from . import sizes
 from .contract import (
     NODE,
     NODE_PART,
@@ -56,20 +59,35 @@ _NAME_FIELDS = ("name", "demangled", "short_name")
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _encode_table(records: list[dict[str, Any] | None]) -> dict[str, Any]:
+def _shape_key(record: dict[str, Any], shared: AbstractSet[int]) -> tuple[Any, ...]:
+    """The fields of a record, and which of the ``shared`` strings it holds, field by field:
+    records that hold one of them in the same field get a shape of their own."""
+    if not shared:
+        return tuple(record)
+    held = tuple((f, id(v)) for f, v in record.items() if type(v) is str and id(v) in shared)
+    return (*record, *held) if held else tuple(record)
+
+
+def _encode_table(
+    records: list[dict[str, Any] | None], shared: AbstractSet[int] = frozenset()
+) -> dict[str, Any]:
     """Records as a table: ``rows[i]`` is ``[shape, value, ...]`` or null for no record.
 
     ``shapes[shape]`` is ``{"fields": [...], "constants": {...}}``: the names of the row's
     values, and the fields whose (scalar) value is the same in every record of that shape,
     stored once. Only scalars are shared, so no two nodes end up holding one mutable object.
+    ``shared``: ids of long strings that many records hold (a bundle's constant, read back);
+    records holding one in a field get a shape of their own, so it is stored once, as that
+    shape's constant, even where other records of their fields hold other values.
     """
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for record in records:
         if record is not None:
-            groups.setdefault(tuple(record), []).append(record)
+            groups.setdefault(_shape_key(record, shared), []).append(record)
     shapes: list[dict[str, Any]] = []
-    index_of: dict[tuple[str, ...], tuple[int, list[str]]] = {}
-    for index, (fields, members) in enumerate(groups.items()):
+    index_of: dict[tuple[Any, ...], tuple[int, list[str]]] = {}
+    for index, (key, members) in enumerate(groups.items()):
+        fields = tuple(members[0])
         constants: dict[str, Any] = {}
         if len(members) > 1:
             for field in fields:
@@ -81,13 +99,13 @@ def _encode_table(records: list[dict[str, Any] | None]) -> dict[str, Any]:
                     constants[field] = first
         varying = [f for f in fields if f not in constants]
         shapes.append({"fields": varying, "constants": constants})
-        index_of[fields] = (index, varying)
+        index_of[key] = (index, varying)
     rows: list[list[Any] | None] = []
     for record in records:
         if record is None:
             rows.append(None)
             continue
-        index, varying = index_of[tuple(record)]
+        index, varying = index_of[_shape_key(record, shared)]
         rows.append([index, *[record[f] for f in varying]])
     return {"shapes": shapes, "rows": rows}
 
@@ -145,8 +163,8 @@ def _decode_table(
     return records
 
 
-def to_document(G: nx.DiGraph) -> dict[str, Any]:
-    """The bundle document (plain JSON data) for ``G``."""
+def to_document(G: nx.DiGraph, shared: AbstractSet[int] = frozenset()) -> dict[str, Any]:
+    """The bundle document (plain JSON data) for ``G``; ``shared``: see ``_encode_table``."""
     names: dict[tuple[Any, ...], int] = {}
     name_list: list[dict[str, Any]] = []
     # Per-node section values in node order, None where a node has none.
@@ -174,7 +192,7 @@ def to_document(G: nx.DiGraph) -> dict[str, Any]:
             **{k: v for k, v in G.graph.items() if k not in GRAPH_SECTIONS},
             "schema_version": SCHEMA_VERSION,
         },
-        "nodes": _encode_table(records),
+        "nodes": _encode_table(records, shared),
         "kernel_names": name_list,
         "edges": [[a, b, d] if d else [a, b] for a, b, d in G.edges(data=True)],
     }
@@ -185,7 +203,8 @@ def to_document(G: nx.DiGraph) -> dict[str, Any]:
             wrapped = any(not isinstance(v, dict) for v in values if v is not None)
             if wrapped:
                 values = [None if v is None else {"value": v} for v in values]
-            doc.setdefault(section, {})["nodes"] = {**_encode_table(values), "wrapped": wrapped}
+            table = _encode_table(values, shared)
+            doc.setdefault(section, {})["nodes"] = {**table, "wrapped": wrapped}
     for attr, (section, entry) in GRAPH_SECTIONS.items():
         if attr in G.graph:
             doc.setdefault(section, {})[entry] = G.graph[attr]
@@ -396,7 +415,33 @@ def _fail_on_edges(edges: list[Any], nodes: dict[str, Any], path: Any) -> None:
 
 def dumps(G: nx.DiGraph) -> str:
     """``G`` as bundle JSON text."""
+    return encode(to_document(G))
+
+
+def encode(doc: dict[str, Any]) -> str:
+    """A bundle document as JSON text."""
     try:
-        return json.dumps(to_document(G), separators=(",", ":"), allow_nan=False)
+        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise BundleFormatError(None, f"graph cannot be saved as JSON: {exc}") from None
+
+
+def bounded_document(G: nx.DiGraph, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The bundle document of ``G`` to write to ``path``, its text measured before it is built.
+
+    A long string that many nodes hold in one field (a bundle's constant, read back) is
+    stored once; a value repeated in another way is written each time, and past
+    ``sizes.LIMIT`` the graph is refused in one line naming ``path``.
+    """
+    doc = to_document(G)
+    estimate = sizes.measure(path, lambda e: e.add(doc))
+    if estimate.repeated:
+        doc = to_document(G, estimate.repeated)
+        estimate = sizes.measure(path, lambda e: e.add(doc))
+    estimate.refuse_past_limit(
+        path,
+        "the bundle's JSON text",
+        "a bundle stores a value once only where many nodes hold it in the same field; leave "
+        "the large repeated values out of the graph",
+    )
+    return doc

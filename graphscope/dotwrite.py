@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from .model import display_name, nodes_by_graph
+from .sizes import Estimate
 from .version import __version__
 
 _SHAPES = {
@@ -62,6 +63,26 @@ def _label(data: dict[str, Any]) -> str:
     # The label is for Graphviz only (gs_attrs holds the exact values, JSON-escaped): text that
     # UTF-8 cannot hold (a lone surrogate, which a bundle's JSON can carry) is shown as "?".
     return "\n".join(lines).encode("utf-8", "replace").decode("utf-8")
+
+
+def measure(G: nx.DiGraph, estimate: Estimate) -> None:
+    """Give a quoted ``estimate`` what ``dumps_dot`` writes of ``G``, without writing it.
+
+    Each node is written whole (its ``gs_attrs``), with a label that repeats its name.
+    """
+    estimate.add(G.graph, 64)
+    nodes = list(G.nodes(data=True))
+    estimate.add_each([data for _, data in nodes])
+    names = [display_name(data) for _, data in nodes]
+    # Labels: the name, as UTF-8 (up to four bytes a character) with quotes doubled, and the
+    # key twice, the shape and the launch configuration around it.
+    estimate.total += sum(len(n) * (2 if n.isascii() else 4) + 120 for n in names)
+    estimate.total += 2 * sum(map(len, G))
+    bodies = [d.get("bodies") for _, d in nodes if d.get("type") == "CONDITIONAL"]
+    estimate.add_each(bodies)  # a conditional's label lists them
+    edges = [d for _, _, d in G.edges(data=True)]
+    estimate.add_each(edges, 16)  # the arrow, quotes and brackets; the keys below
+    estimate.total += 2 * sum(len(a) + len(b) for a, b in G.edges)
 
 
 def dumps_dot(G: nx.DiGraph) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import networkx as nx
 
-from . import contract
-from .bundle import dumps, from_document
+from . import contract, dotwrite, paths, sizes
+from .bundle import bounded_document, encode, from_document
 from .dot import read_dot
 from .dotwrite import dumps_dot
 from .errors import BundleFormatError, InputError
@@ -123,25 +123,33 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     return _kind(head.decode("utf-8", errors="replace"))
 
 
+_DOT_INSTEAD = (
+    "DOT writes each node whole, so a value many nodes share is written once per node; write "
+    "a .json.gz bundle instead, which stores it once"
+)
+
+
 def save(G: nx.DiGraph, path: str | os.PathLike[str]) -> Path:
     """Write ``G`` to ``path``: a bundle for .json or .json.gz, readable DOT for .dot.
 
     The file appears whole or not at all, keeps the mode of the file it replaces and writes
-    through a symlink (``graphscope.output.write_atomic``).
+    through a symlink (``graphscope.output.write_atomic``). Its size is measured before it is
+    built (``graphscope.sizes``): past the limit, one ``InputError`` line says what to do.
     """
-    p = Path(path)
+    p = paths.output_path(path)
     name = p.name.lower()
     if name.endswith(".dot") or name.endswith(".gv"):
+        sizes.check(p, lambda e: dotwrite.measure(G, e), "the DOT text", _DOT_INSTEAD, quoted=True)
         data = dumps_dot(G).encode("utf-8")
     elif name.endswith(".json.gz"):
         # mtime=0: the same graph gives the same bytes; level 6 balances size and the
         # 2 s save target for 100,000 nodes (benchmarks/bench_bundle.py).
         with bulk():
-            text = dumps(G)
+            text = encode(bounded_document(G, p))
         data = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
     elif name.endswith(".json"):
         with bulk():
-            data = dumps(G).encode("utf-8")
+            data = encode(bounded_document(G, p)).encode("utf-8")
     else:
         raise InputError(p, "unknown output format: use .json, .json.gz or .dot")
     return write_atomic(p, data)

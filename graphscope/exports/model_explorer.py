@@ -18,6 +18,7 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import display_name, nodes_by_graph, origin_of, owned_graphs
+from ..sizes import Estimate
 
 # Shown in attrs of their own, or nothing to a reader of a saved graph: the id holds the graph
 # and local ids, the label the short name; handles are addresses in the capturing process.
@@ -37,6 +38,8 @@ _SKIPPED = {
     "func_handle",
 }
 _SKIPPED_PREFIXES = ("access_policy_window.",)
+# Containers longer than this are looked up by identity before their value (see _Cells).
+_SMALL = 8
 _GRADIENT = [{"stop": 0, "bgColor": "#e8f5e9"}, {"stop": 1, "bgColor": "#c62828"}]
 
 
@@ -55,20 +58,33 @@ class _Cells:
 
     def __init__(self) -> None:
         self.cells: dict[tuple[str, Any], dict[str, str]] = {}
+        # Containers by identity first: one cell for a value that many nodes share, not a
+        # tuple() or a str() of it at each (a 5 MB list on 20,000 nodes is 100 GB of text).
+        # Each is kept with its cell, so that its id cannot be another object's meanwhile.
+        self.by_id: dict[tuple[str, int], tuple[Any, dict[str, str]]] = {}
         self.shown: dict[tuple[str, ...], list[str]] = {}
+        self.spaces: dict[str, str] = {}  # module path -> namespace, made once each
 
     def cell(self, key: str, value: Any) -> dict[str, str]:
+        if isinstance(value, (list, dict)) and len(value) > _SMALL:
+            return self._by_id(key, value)
         # Lists (grids, blocks) are looked up as tuples; str(), not json.dumps, for the text:
         # json.dumps took 10.5 of the 16.6 s a 100,000-node export once took.
         probe = (key, tuple(value) if value.__class__ is list else value)
         try:
             found = self.cells.get(probe)
-        except TypeError:  # an unhashable value: a cell of its own
-            return {"key": key, "value": str(value)}
+        except TypeError:  # an unhashable value: a cell per object
+            return self._by_id(key, value)
         if found is None:
             text = value if isinstance(value, str) else str(value)
             found = self.cells[probe] = {"key": key, "value": text}
         return found
+
+    def _by_id(self, key: str, value: Any) -> dict[str, str]:
+        kept = self.by_id.get((key, id(value)))
+        if kept is None:
+            kept = self.by_id[key, id(value)] = (value, {"key": key, "value": str(value)})
+        return kept[1]
 
     def keys(self, data: dict[str, Any]) -> list[str]:
         """The attributes shown of a node, sorted: once per set of keys, not once per node."""
@@ -102,10 +118,24 @@ def _attrs(data: dict[str, Any], cells: _Cells) -> list[dict[str, str]]:
     return out
 
 
-def _namespace(data: dict[str, Any]) -> str:
-    origin = origin_of(data)
-    module = origin.get("module")
-    return module.replace(".", "/") if isinstance(module, str) else ""
+def _namespace(data: dict[str, Any], cells: _Cells) -> str:
+    module = origin_of(data).get("module")
+    if not isinstance(module, str):
+        return ""
+    space = cells.spaces.get(module)
+    if space is None:  # once per module: a layer's nodes share it, and it can be long
+        space = cells.spaces[module] = module.replace(".", "/")
+    return space
+
+
+def measure(G: nx.DiGraph, estimate: Estimate) -> None:
+    """Give ``estimate`` what the export of ``G`` writes, about, before it is built: each
+    node's attributes as text (``str`` of a value is about its JSON), its id, label and
+    namespace, and an entry per incoming edge. Measured on the graph, not on the export: the
+    export makes the text of each distinct value, which for a value nested to share itself
+    many times over is far more than the graph holds."""
+    estimate.add_each([data for _, data in G.nodes(data=True)], 200)
+    estimate.total += 100 * G.number_of_edges()
 
 
 def model_explorer_graph(G: nx.DiGraph, label: str | None = None) -> dict[str, Any]:
@@ -128,7 +158,7 @@ def _graph(G: nx.DiGraph, label: str | None) -> dict[str, Any]:
                 {
                     "id": key,
                     "label": display_name(data),
-                    "namespace": _namespace(data),
+                    "namespace": _namespace(data, cells),
                     "subgraphIds": owned.get(key, []),
                     "attrs": _attrs(data, cells),
                     "incomingEdges": [
