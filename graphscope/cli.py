@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import exports, text
+from . import exports, paths, sizes, text
 from .analysis.buckets import DEFAULT_BUCKETS, bucket_report, read_distribution
 from .analysis.diff import diff
 from .analysis.findings import findings
@@ -28,9 +28,10 @@ from .analysis.lifecycle import pair_graphs, process_report
 from .analysis.report import step_report
 from .analysis.summary import summarize
 from .analysis.torch_trace import with_torch_trace
-from .errors import GraphscopeError, InputError
+from .errors import GraphscopeError, InputError, printable
+from .exports import model_explorer
 from .io import detect_format, load, save
-from .output import refuse_inputs, write_atomic
+from .output import is_special, refuse_inputs, write_atomic
 from .recording import (
     DEFAULT_EVERY_S,
     DEFAULT_FIRST,
@@ -53,7 +54,23 @@ def _budget_bytes(mib: float | None) -> int | None:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"graphscope: error: {message}\n")
+    sys.stderr.write(f"graphscope: error: {printable(message)}\n")
+
+
+def _into_stdout(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is the file this process's stdout writes to (``-o /dev/stdout``):
+    then no line is printed there, which would land in the output."""
+    try:
+        return paths.same_file(path, os.fstat(sys.stdout.fileno()))
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):  # no file behind it
+        return False
+
+
+def _say(line: str, output: str | os.PathLike[str]) -> None:
+    """A success line on stdout, its paths already ``printable``; none when the output went
+    to stdout itself."""
+    if not _into_stdout(output):
+        print(line)
 
 
 def _dump_json(data: Any) -> None:
@@ -77,17 +94,18 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     status = 0
     results = []
     for path in args.files:
-        if is_recording(path):
-            try:
-                reports = [process_report(r) for r in load_recordings(path)]
-            except InputError as exc:
-                _error(str(exc))
-                status = 2
-                continue
+        try:
+            recording = is_recording(path)
+            reports = [process_report(r) for r in load_recordings(path)] if recording else []
+        except InputError as exc:
+            _error(str(exc))
+            status = 2
+            continue
+        if recording:
             if args.json:
                 results.append({"file": path, "recording": [r.as_dict() for r in reports]})
             else:
-                text.render_recording(path, reports, sys.stdout.write, top=args.top)
+                text.render_recording(printable(path), reports, sys.stdout.write, top=args.top)
             continue
         try:
             G = load(path)
@@ -103,7 +121,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if args.json:
             results.append({"file": path, **summary})
         else:
-            text.render_summary(path, summary, sys.stdout.write, top=args.top)
+            text.render_summary(printable(path), summary, sys.stdout.write, top=args.top)
             text.render_findings(summary["findings"], sys.stdout.write)
     if args.json:
         _dump_json(results)
@@ -111,10 +129,15 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    paths.output_path(args.output)  # a name that names no file: said before the input is read
     refuse_inputs(args.output, [args.input])
     G = load(args.input)
     written = save(G, args.output)
-    print(f"{args.input} -> {written} ({G.number_of_nodes()} nodes, {G.number_of_edges()} edges)")
+    _say(
+        f"{printable(args.input)} -> {printable(str(written))} ({G.number_of_nodes()} nodes, "
+        f"{G.number_of_edges()} edges)",
+        written,
+    )
     return 0
 
 
@@ -164,9 +187,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     program = _program(args.program)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or f"graphscope-recording-{stamp}")
-    if out.exists() and not out.is_dir():
+    if paths.exists(out) and not paths.is_dir(out):
         raise InputError(out, "exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise paths.refusal(out, exc) from None
     settings = Settings(
         first=args.first,
         every_s=args.every,
@@ -175,9 +201,10 @@ def cmd_record(args: argparse.Namespace) -> int:
     )
     env = {**os.environ, **child_environment(out, settings)}
     print(
-        f"graphscope record: recording into {out}: every graph each Python process of "
-        f"{Path(program[0]).name} instantiates; the first {settings.first} replays of each and "
-        f"{settings.window} every {settings.every_s:g} s are timed",
+        f"graphscope record: recording into {printable(str(out))}: every graph each Python "
+        f"process of {printable(Path(program[0]).name)} instantiates; the first "
+        f"{settings.first} replays of each and {settings.window} every {settings.every_s:g} s "
+        "are timed",
         file=sys.stderr,
         flush=True,
     )
@@ -227,14 +254,15 @@ def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any
 
 def _summarize_recording(out: Path, code: int) -> None:
     ended = "exited with status " + str(code) if code >= 0 else f"was killed by signal {-code}"
-    if not is_recording(out):
-        print(
-            f"graphscope record: the program {ended}; no process of it initialised CUDA "
-            f"through torch, so nothing was recorded in {out}",
-            file=sys.stderr,
-        )
-        return
+    shown = printable(str(out))
     try:
+        if not is_recording(out):
+            print(
+                f"graphscope record: the program {ended}; no process of it initialised CUDA "
+                f"through torch, so nothing was recorded in {shown}",
+                file=sys.stderr,
+            )
+            return
         reports = [process_report(r) for r in load_recordings(out)]
     except InputError as exc:
         _error(str(exc))
@@ -242,7 +270,7 @@ def _summarize_recording(out: Path, code: int) -> None:
     graphs = sum(r.graphs for r in reports)
     print(
         f"graphscope record: the program {ended}; {graphs} graphs from {len(reports)} "
-        f"process(es) in {out} (graphscope inspect {out}; graphscope serve {out})",
+        f"process(es) in {shown} (graphscope inspect {shown}; graphscope serve {shown})",
         file=sys.stderr,
     )
 
@@ -252,16 +280,22 @@ def _stop_on_signal(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
+def check_serve_files(files: list[str]) -> None:
+    """Refuse, in one line, a file ``serve`` cannot show: before the dashboard's packages are
+    imported or a port is taken (a graph file, a recording folder or its recording.json)."""
+    for name in files:
+        if not paths.is_file(name) and not is_recording(name):
+            why = "not a recording folder" if paths.is_dir(name) else "no such file"
+            raise InputError(name, why)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import signal
 
+    check_serve_files(args.files)
     from .app import guard
     from .app.server import create_app  # needs dash and plotly
 
-    missing = [f for f in args.files if not Path(f).is_file() and not is_recording(f)]
-    if missing:
-        why = "not a recording folder" if Path(missing[0]).is_dir() else "no such file"
-        raise InputError(missing[0], why)
     bad = [name for name in args.allow_host if guard.host_name(name) is None]
     if bad:
         raise GraphscopeError(f"--allow-host {bad[0]!r}: not a host name or address")
@@ -273,7 +307,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.files:
-        print(f"graphscope: reading {args.files[0]}", flush=True)
+        print(f"graphscope: reading {printable(args.files[0])}", flush=True)
     # Without a handler SIGTERM (kill, systemd, docker stop) ends the process at once, and
     # the folder of uploaded files stays behind in the temp folder.
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
@@ -302,7 +336,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 }
             )
             return 0
-        text.render_recording(args.file, reports, sys.stdout.write)
+        text.render_recording(printable(args.file), reports, sys.stdout.write)
         for rec in recordings:
             sys.stdout.write(f"{process_label(rec)}: the life of each graph\n")
             text.render_lifecycle(rec.graphs, sys.stdout.write)
@@ -311,7 +345,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.json:
         _dump_json({"file": args.file, **report.as_dict()})
     else:
-        text.render_report(args.file, report, sys.stdout.write)
+        text.render_report(printable(args.file), report, sys.stdout.write)
     return 0
 
 
@@ -321,7 +355,7 @@ def _diff_recordings(a: str, b: str, as_json: bool) -> int:
     out: list[dict[str, Any]] = []
     w = sys.stdout.write
     if not as_json:
-        w(f"A: {a}\nB: {b}\n")
+        w(f"A: {printable(a)}\nB: {printable(b)}\n")
     for pa, pb in zip(ra, rb, strict=False):
         pairs, only_a, only_b = pair_graphs(pa, pb)
         entry: dict[str, Any] = {
@@ -378,7 +412,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     if args.json:
         _dump_json({"a": args.a, "b": args.b, **result.as_dict()})
     else:
-        text.render_diff(args.a, args.b, result, sys.stdout.write, top=args.top)
+        text.render_diff(
+            printable(args.a), printable(args.b), result, sys.stdout.write, top=args.top
+        )
     return 0
 
 
@@ -392,17 +428,45 @@ def cmd_buckets(args: argparse.Namespace) -> int:
     if args.json:
         _dump_json({"path": args.path, **report.as_dict()})
     else:
-        text.render_buckets(args.path, report, sys.stdout.write)
+        text.render_buckets(printable(args.path), report, sys.stdout.write)
     return 0
 
 
 def _node_data_path(out: Path) -> Path:
-    """Where the Model Explorer export puts its overlay: ``<name>.node-data.json`` by OUT."""
+    """Where the Model Explorer export puts its overlay: ``<name>.node-data.json`` by OUT (a
+    file's name: ``paths.output_path`` has refused an empty one, "." and "/")."""
     return out.with_name(out.name.removesuffix(".gz").removesuffix(".json") + ".node-data.json")
 
 
+def _check_overlay(out: Path, beside: Path, source: str, force: bool) -> None:
+    """Refuse, before anything is written, an overlay that cannot go beside OUT."""
+    if is_special(paths.stat(out)):
+        raise InputError(
+            out,
+            "is a FIFO or a device, and the model-explorer export also writes its replay-time "
+            f"overlay as a file beside OUT ({beside.name}): write to a file",
+        )
+    try:
+        there = paths.lexists(beside)
+    except InputError as exc:  # its name, longer than OUT's, can pass what the OS allows
+        raise InputError(
+            beside,
+            f"{exc.message} (the model-explorer export names its replay-time overlay after "
+            "-o: choose a shorter -o)",
+        ) from None
+    # The overlay's name is made from OUT, not given: a file already there is one the user
+    # may not know this command writes, so it is replaced only when asked to.
+    refuse_inputs(beside, [source])
+    if there and not force:
+        raise InputError(
+            beside,
+            "is already there, and the model-explorer export writes its replay-time overlay "
+            "under this name, made from -o: pass --force to replace it, or choose another -o",
+        )
+
+
 def cmd_export(args: argparse.Namespace) -> int:
-    out = Path(args.output)
+    out = paths.output_path(args.output)
     refuse_inputs(out, [args.file])
     G = load(args.file)
     if args.format == "html":
@@ -412,40 +476,45 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise GraphscopeError(
                 f"the HTML report needs the dashboard's packages ({exc}): pip install graphscope"
             ) from None
+        sizes.check(
+            out,
+            lambda e: exports.measure_html(G, e),
+            "the HTML report",
+            "it draws each node's name and attribution, so a long one many nodes share is "
+            "written once per node; open the graph with graphscope serve instead",
+        )
         written = [write_atomic(out, report_html(G, Path(args.file).name))]
     else:
         make, _ = exports.FORMATS[args.format]
-        overlay = exports.model_explorer_node_data(G) if args.format == "model-explorer" else {}
+        what = f"the {args.format} export"
+        explorer = args.format == "model-explorer"
+        overlay = exports.model_explorer_node_data(G) if explorer else {}
         beside = _node_data_path(out)
         if overlay:
-            # The overlay's name is made from OUT, not given: a file already there is one the
-            # user may not know this command writes, so it is replaced only when asked to.
-            refuse_inputs(beside, [args.file])
-            if (beside.exists() or beside.is_symlink()) and not args.force:
-                raise InputError(
-                    beside,
-                    "is already there, and the model-explorer export writes its replay-time "
-                    "overlay under this name, made from -o: pass --force to replace it, or "
-                    "choose another -o",
-                )
-        written = [exports.write_json(make(G), out)]
+            _check_overlay(out, beside, args.file, args.force)
+        if explorer:  # measured on the graph: it makes a text of each value as it is built
+            sizes.check(out, lambda e: model_explorer.measure(G, e), what, exports.EXPORT_INSTEAD)
+        written = [exports.write_json(make(G), out, what, measured=explorer)]
         if overlay:
-            written.append(exports.write_json(overlay, beside))
+            written.append(exports.write_json(overlay, beside, "the replay-time overlay"))
     for path in written:
-        print(f"wrote {path}")
+        _say(f"wrote {printable(str(path))}", path)
     return 0
 
 
 def cmd_import_trace(args: argparse.Namespace) -> int:
+    paths.output_path(args.output)
     refuse_inputs(args.output, [args.bundle, args.trace])
     G = with_torch_trace(load(args.bundle), args.trace)
     parity = G.graph["parity"]
-    print(
+    _say(
         f"joined {parity['matched']} of {parity['eager_ops']} GPU ops of the profiler trace to "
         f"the graph's {parity['graph_ops']}"
-        + ("" if parity["ok"] else "; they differ: graphscope inspect shows how")
+        + ("" if parity["ok"] else "; they differ: graphscope inspect shows how"),
+        args.output,
     )
-    print(f"wrote {save(G, args.output)}")
+    written = save(G, args.output)
+    _say(f"wrote {printable(str(written))}", written)
     return 0
 
 
@@ -680,6 +749,21 @@ def _printable_output() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+# Every argument that names a file or a folder, whatever the command.
+_PATH_ARGS = (
+    *("file", "files", "a", "b", "path", "histogram", "input", "output", "bundle", "trace"),
+    "out",
+)
+
+
+def _refuse_empty_paths(args: argparse.Namespace) -> None:
+    """An empty name names no file, though pathlib reads it as "." (the current folder)."""
+    for name in _PATH_ARGS:
+        value = getattr(args, name, None)
+        if value == "" or (isinstance(value, list) and "" in value):
+            raise InputError("", "no file named: name a file")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _printable_output()
     words = list(sys.argv[1:] if argv is None else argv)
@@ -692,6 +776,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.program = program
     args.invocation = invocation
     try:
+        _refuse_empty_paths(args)
         return int(args.run(args))
     except InputError as exc:
         _error(str(exc))
