@@ -61,6 +61,12 @@ def writers() -> dict[str, Writer]:
     }
     for name, (make, _) in exports.FORMATS.items():
         out[name] = (make, _json, lambda doc: measured(lambda e: e.add(doc)))
+    # Model Explorer is measured on the graph, before it is built (the CLI does so).
+    out["model-explorer"] = (
+        same,
+        lambda G: _json(exports.model_explorer_graph(G)),
+        lambda G: measured(lambda e: exports.model_explorer.measure(G, e)),
+    )
     try:
         from graphscope.app.report_html import report_html
     except ImportError:

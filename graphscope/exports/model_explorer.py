@@ -130,12 +130,20 @@ def _namespace(data: dict[str, Any], cells: _Cells) -> str:
 
 def measure(G: nx.DiGraph, estimate: Estimate) -> None:
     """Give ``estimate`` what the export of ``G`` writes, about, before it is built: each
-    node's attributes as text (``str`` of a value is about its JSON), its id, label and
-    namespace, and an entry per incoming edge. Measured on the graph, not on the export: the
-    export makes the text of each distinct value, which for a value nested to share itself
-    many times over is far more than the graph holds."""
-    estimate.add_each([data for _, data in G.nodes(data=True)], 200)
+    node's attributes as text (``str`` of a value is about its JSON), its label (the short
+    name, which attrs leave out) and namespace (the module path again), and an entry per
+    incoming edge. Measured on the graph, not on the export: the export makes the text of
+    each distinct value, which for a value nested to share itself many times over is far more
+    than the graph holds."""
+    nodes = [data for _, data in G.nodes(data=True)]
+    estimate.add_each(nodes, 200)
+    estimate.add_each([display_name(data) for data in nodes])
+    estimate.add_each([module for data in nodes if isinstance(module := _module(data), str)])
     estimate.total += 100 * G.number_of_edges()
+
+
+def _module(data: dict[str, Any]) -> Any:
+    return origin_of(data).get("module")
 
 
 def model_explorer_graph(G: nx.DiGraph, label: str | None = None) -> dict[str, Any]:
