@@ -67,6 +67,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _fuzz_outputs import case_amplify, case_outputs
 from _fuzz_readers import case_demangle, case_json, not_strict_json
 from _fuzz_server import case_callbacks, case_http
 from _mutations import (
@@ -85,6 +86,7 @@ SAMPLES = ROOT / "samples"
 FAMILIES = (
     *("dot", "bundle", "buckets", "trace", "recording", "commands", "callbacks", "http"),
     *("demangle", "json"),  # _fuzz_readers.py
+    *("outputs", "amplify"),  # _fuzz_outputs.py
 )
 #: A seed at least this large (the 10,780-node sample) is drawn rarely and given more time.
 LARGE_BYTES = 1 << 20
@@ -379,6 +381,7 @@ class Runner:
         # Count a graph that breaks the contract as refused, as load will once every reader
         # checks it: to look for defects of the analyses on valid graphs alone.
         self.gate = False
+        self.stdout = b""  # what the last ``cli`` step printed
 
     def _begin(self, line: str, factor: float = 1.0) -> None:
         self.result.steps.append(line)
@@ -450,6 +453,7 @@ class Runner:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = main(argv)
                 out.flush()
+            self.stdout = out.buffer.getvalue()
         except SystemExit as exc:
             # argparse refusing an option's value (a budget of "nan"): its usage and one
             # error line, as any command-line tool; anything else is a defect.
@@ -888,6 +892,8 @@ _CASES = {
     "http": case_http,
     "demangle": case_demangle,
     "json": case_json,
+    "outputs": case_outputs,
+    "amplify": case_amplify,
 }
 
 
@@ -1158,7 +1164,7 @@ def _keep(result: CaseResult, work: Path, out: Path) -> str:
         'cd "$(dirname "$0")"',
         *result.steps,
     ]
-    (target / "repro.sh").write_text("\n".join(lines) + "\n")
+    (target / "repro.sh").write_text("\n".join(lines) + "\n", errors="surrogateescape")
     (target / "defects.json").write_text(json.dumps(asdict(result), indent=1))
     return str(target.relative_to(out))
 

@@ -34,6 +34,7 @@ SEED = int(os.environ.get("GRAPHSCOPE_FUZZ_SEED", "0"))
 COUNTS = {"dot": 300, "bundle": 300, "buckets": 300, "trace": 150, "recording": 150, "commands": 60}
 COUNTS.update(demangle=40, json=120)  # _fuzz_readers.py: about 30 s each on two cores
 COUNTS.update(callbacks=800, http=2000)  # _fuzz_server.py: about 35 s together on two cores
+COUNTS.update(outputs=400, amplify=20)  # _fuzz_outputs.py: about 50 s together on two cores
 
 
 def test_mutated_inputs_find_no_defects(tmp_path: Path) -> None:
