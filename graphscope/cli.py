@@ -155,10 +155,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
         args.out,
         replays=args.replays,
         warmup=args.warmup,
-        progress=lambda msg: print(msg, flush=True),
+        progress=lambda msg: print(printable(msg), flush=True),  # it names files under --out
         command=command,
     )
-    print(f"{len(bundles)} bundles in {args.out}, listed in its .buckets.json")
+    print(f"{len(bundles)} bundles in {printable(args.out)}, listed in its .buckets.json")
     return 0
 
 
