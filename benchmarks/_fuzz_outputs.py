@@ -16,7 +16,8 @@
   field or a section's) and graphs in memory that hold one large value many times (a string
   on every node, a list, a dict, a list nested to hold itself many times over), through every
   writer. Each write must finish within its step's time and memory, written within
-  ``graphscope.sizes.LIMIT`` or refused in one line with the figure.
+  ``graphscope.sizes.LIMIT`` or refused in one line with the figure. A step's time limit grows
+  with what it may write (up to the limit), as a read-back's does with the file's size.
 
 The cases have fuzz.py's ``_case_*`` signature and run every step through its ``Runner``;
 fuzz.py registers them in ``FAMILIES`` and ``_CASES``.
@@ -450,6 +451,7 @@ def case_amplify(family: str, rng: Random, seeds: Any, run: Any, config: dict[st
     run.result.seed = "samples/bundles/tiny-llama-b1.json.gz" if base == "llama" else "EMPTY nodes"
     said.append(f"{shape}: {size} bytes on {count} nodes")
     _SHAPES[shape](G, rng, "v" * size)
+    run.factor = _factor(G)
     said_lines = _capture_refusals(run)
     # The graph in memory, through the API's writers.
     for ext in rng.sample(_EXTS, rng.randint(1, 3)):
@@ -481,6 +483,19 @@ def case_amplify(family: str, rng: Random, seeds: Any, run: Any, config: dict[st
     for argv in rng.sample(commands, rng.randint(min(3, most), most)):
         run.cli(argv, [source, trace, argv[-1]], 3.0)
         _bounded(run, shlex.join(["graphscope", *argv]), argv[-1], said_lines)
+
+
+def _factor(G: Any) -> float:
+    """Steps' time limits scaled by what they may write, as fuzz.py scales a read-back by the
+    file's size (10 s, and 10 s more for each 32 MB): a write near the limit is legitimate, and
+    gzipping 212 MB took 13 s on the loaded development machine. What every node's attributes
+    make, capped at the limit, bounds each writer's output (a bundle's is smaller)."""
+    from graphscope.sizes import LIMIT, Estimate
+
+    estimate = Estimate()
+    estimate.add(G.graph)
+    estimate.add_each([data for _, data in G.nodes(data=True)])
+    return 1 + min(estimate.total, LIMIT) / (32 << 20)
 
 
 def _capture_refusals(run: Any) -> list[str]:
