@@ -53,6 +53,17 @@ def _budget_bytes(mib: float | None) -> int | None:
     return int(mib * 2**20)
 
 
+def _port(value: str) -> int:
+    """``--port``: a TCP port, 1 to 65535 (argparse prints its usage and this error)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port: {value!r}: not a number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port: {port}: a port is 1 to 65535")
+    return port
+
+
 def _error(message: str) -> None:
     sys.stderr.write(f"graphscope: error: {printable(message)}\n")
 
@@ -634,7 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("files", nargs="*", metavar="FILE")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    serve.add_argument("--port", type=_port, default=8050, help="port, 1 to 65535 (default 8050)")
     serve.add_argument(
         "--allow-host",
         action="append",
