@@ -13,6 +13,7 @@ a 100,000-node bundle within the 2 s load and save targets (benchmarks/bench_bun
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 from collections.abc import Set as AbstractSet
@@ -216,7 +217,7 @@ def _fail(path: Any, where: str, message: str) -> BundleFormatError:
 
 
 def _foreign_schema(doc: dict[str, Any]) -> str:
-    keys = set(doc)
+    keys = doc.keys()
     if {"nodes", "directed"} <= keys and ("links" in keys or "edges" in keys):
         return (
             "this is networkx node-link JSON, not a graphscope bundle; read it with "
@@ -224,7 +225,8 @@ def _foreign_schema(doc: dict[str, Any]) -> str:
         )
     if "traceEvents" in keys:
         return "this is a Chrome/Perfetto trace, not a graphscope bundle"
-    shown = ", ".join(sorted(keys)[:8]) or "none"
+    # The first few in order, not all of them sorted: an object can hold millions of keys.
+    shown = ", ".join(heapq.nsmallest(8, keys)) or "none"
     return (
         f'JSON of another schema: not a graphscope bundle (no "format": "{FORMAT_NAME}";'
         f" top-level keys: {shown})"

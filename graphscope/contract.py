@@ -56,6 +56,14 @@ MAX_BYTES = 512 << 20
 #: and 19 million with its eager trace (326 MB of JSON); at that density a bundle of MAX_BYTES
 #: holds 32 million.
 MAX_JSON_VALUES = 1 << 25
+#: Most memory one read's JSON may take, as estimated from its text before it is parsed:
+#: ``JSON_VALUE_BYTES`` a value, as much again an object member (a dict entry and its key),
+#: plus the text's bytes (strings). Values alone under-count text of long unique strings or
+#: keys: 30 million 13-character strings (450 MB) took 2.4 GB, and an object of 16 million
+#: keys 2.2 GB and a minute to parse. The 100,064-node bundle with its eager trace, the
+#: largest real one, estimates at 1.8 GB (measured peak 1.5 GB); samples/large at 0.2 GB.
+MAX_JSON_MEMORY = 2 << 30
+JSON_VALUE_BYTES = 64
 
 U32 = (1 << 32) - 1
 I64 = (1 << 63) - 1
@@ -1125,11 +1133,11 @@ def _inflate(raw: bytes, path: Any, limit: int, hint: str, keep: bool) -> bytes:
 
 _STRING = re.compile(rb'"[^"]*"')
 _PAIR = re.compile(rb"\[\]|\{\}")
-_NOT_SKELETON = bytes(c for c in range(256) if c not in b'[]{}",')
+_NOT_SKELETON = bytes(c for c in range(256) if c not in b'[]{}",:')
 
 
 def _skeleton(data: bytes) -> bytes:
-    """The brackets and commas of JSON text (as bytes) that are outside its strings."""
+    """The brackets, commas and colons of JSON text (as bytes) that are outside its strings."""
     # Strings hold the brackets of kernel names and labels: they go before nesting is
     # measured, and so do the escapes that decide where a string ends. Backslash pairs go
     # first; a backslash left then escapes the character after it, as JSON reads it.
@@ -1155,7 +1163,7 @@ def _count_values(skeleton: bytes) -> int:
 
 def json_too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether JSON text nests deeper than ``limit``, in time linear in its length."""
-    return _too_deep(_skeleton(data).replace(b",", b""), limit)
+    return _too_deep(_skeleton(data).replace(b",", b"").replace(b":", b""), limit)
 
 
 def _too_deep(text: bytes, limit: int) -> bool:
@@ -1196,6 +1204,7 @@ class JsonBudget:
     def __init__(self, limit: int | None = None) -> None:
         self.limit = MAX_JSON_VALUES if limit is None else limit
         self.used = 0
+        self.memory = 0  # bytes the texts so far are estimated to take, parsed
 
 
 def check_json(
@@ -1210,7 +1219,17 @@ def check_json(
     skeleton = _skeleton(raw)
     budget = budget or JsonBudget()
     earlier = budget.used
-    budget.used += _count_values(skeleton)
+    values = _count_values(skeleton)
+    budget.used += values
+    budget.memory += (values + skeleton.count(b":")) * JSON_VALUE_BYTES + len(raw)
+    if budget.memory > MAX_JSON_MEMORY:
+        raise error(
+            path,
+            f"{what} would take about {budget.memory / 2**30:.1f} GiB of memory to read "
+            f"({budget.used:,} JSON values in {len(raw):,} bytes), more than the "
+            f"{MAX_JSON_MEMORY / 2**30:.1f} GiB graphscope reads",
+        )
+    skeleton = skeleton.replace(b":", b"")
     if budget.used > budget.limit:
         before = f", {earlier:,} of them in the file's earlier JSON" if earlier else ""
         raise error(

@@ -65,9 +65,21 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_BYTES) -> nx.DiGr
     """Read a ``cudaGraphDebugDotPrint`` .dot file or a graphscope bundle (.json, .json.gz).
 
     The format is recognised by content, not by extension. Raises InputError (a
-    GraphscopeError) naming the file, and the line where there is one, on bad input.
+    GraphscopeError) naming the file, and the line where there is one, on bad input, and
+    when the process runs out of memory reading it.
     """
     p = Path(path)
+    try:
+        return _load(p, max_bytes)
+    except MemoryError:
+        # The readers bound what a file may make (contract.MAX_JSON_MEMORY and the value
+        # counts) from its text; a process given less memory than that still gets one line.
+        raise InputError(
+            p, "ran out of memory reading it: give the process more memory, or a smaller file"
+        ) from None
+
+
+def _load(p: Path, max_bytes: int) -> nx.DiGraph:
     raw = contract.read_limited(p, max_bytes, decompress=False, hint=_LARGER)
     gzipped = raw.startswith(_GZIP_MAGIC)
     if gzipped:
