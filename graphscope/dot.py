@@ -31,7 +31,7 @@ from .contract import JsonBudget, check_nodes, check_structure, claimed_graphs, 
 from .dotparse import DotDocument, Node, parse_dot
 from .errors import DotFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
-from .names import demangle_all, short_name
+from .names import demangle_all, short_names_all
 from .recording import check_graph_entry
 
 _TYPE_WORDS = {t: t for t in NODE_TYPES if t not in ("KERNEL", "GRAPH")}
@@ -467,16 +467,18 @@ def _node_attrs(name: str, node: Node, path: Any, budget: JsonBudget) -> dict[st
 
 def _name_kernels(nodes: dict[str, dict[str, Any]], doc: DotDocument) -> None:
     """Give each kernel read from a driver label its demangled and short names, demangling
-    them all in one bounded child process (``graphscope.names``)."""
+    them all in one bounded child process (``graphscope.names``): the short names come from
+    its answers, so a file starts one child whatever the name caches hold."""
     kernels = [
         attrs
         for key, attrs in nodes.items()
         if "gs_attrs" not in doc.nodes[key].attrs and attrs["type"] == "KERNEL" and "name" in attrs
     ]
     demangled = demangle_all(attrs["name"] for attrs in kernels)
+    short = short_names_all(demangled)  # from these answers: no second child for this file
     for attrs in kernels:
         attrs["demangled"] = demangled[attrs["name"]]
-        attrs["short_name"] = short_name(attrs["name"])
+        attrs["short_name"] = short[attrs["name"]]
 
 
 def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGraph:

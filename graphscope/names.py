@@ -40,8 +40,12 @@ CHILD_MEMORY = 256 << 20
 #: Names stopped by a bound in one call before the rest are shown mangled: each costs up to
 #: NAME_CPU_S and a new child (20 ms), so a file of many such names still loads in a second.
 MAX_STOPPED = 4
-#: Wall-clock seconds the children of one call may take, whatever the machine's load.
-CALL_WALL_S = 10.0
+#: Wall-clock seconds the children of one call may take, whatever the machine's load; names
+#: not read by then are shown mangled. A DOT file's names are demangled in one call (``dot.py``),
+#: so this bounds a load's demangling: the samples' 58 distinct names take 6 us each, and
+#: starting the child took 20 ms idle, 100+ ms on a loaded 2-core machine. It was 10 s per call,
+#: and a call per name: a file of 1,500 distinct 16 KB names took 179 s to load.
+CALL_WALL_S = 2.5
 #: Template nesting and length of a name's head (before its parameters) whose template
 #: arguments ``short_name`` reads: its parser recurses, and scans the head once, per level.
 #: The deepest of the real names in samples/ nests 4 deep; the longest head has 1,400 characters.
@@ -322,14 +326,28 @@ def _short_component(component: str) -> str:
     return f"{base}<{', '.join(kept)}>" if kept else base
 
 
-def short_name(name: str) -> str:
+def short_name(name: str, demangled: str | None = None) -> str:
     """A short display name for a (mangled or demangled) kernel name: the name mangled where it
-    cannot be demangled, its base alone where its templates pass the bounds."""
+    cannot be demangled, its base alone where its templates pass the bounds.
+
+    ``demangled`` is the name's demangled form where the caller has it (from ``demangle_all``):
+    then no child process is started. Without it, a name not cached is demangled in a child of
+    its own, so a caller with many names calls ``short_names_all`` (or ``demangle_all`` first)."""
     short = _SHORT.get(name)
     if short is None:
-        short = _shorten(name, demangle(name))
-        _SHORT.put(name, short)
+        text = demangle(name) if demangled is None else demangled
+        short = _shorten(name, text)
+        if text != name or not _demanglable(name):
+            # A name left mangled by a bound of this call (its wall-clock time) may demangle in
+            # the next: only its short form from a demangled text is kept.
+            _SHORT.put(name, short)
     return short
+
+
+def short_names_all(demangled: dict[str, str]) -> dict[str, str]:
+    """Each name's short form, from ``demangle_all``'s answer (name to demangled form): no child
+    process is started, whatever the caches hold."""
+    return {name: short_name(name, text) for name, text in demangled.items()}
 
 
 def _nests_deeper(text: str, limit: int) -> bool:

@@ -274,3 +274,60 @@ def test_every_json_output_of_the_samples_is_strict(samples: Path) -> None:
         ["buckets", "--json", str(samples / "bundles" / "tiny-llama.buckets.json")],
     ):
         _cli_json(argv)
+
+
+def test_a_dot_file_with_more_names_than_the_caches_hold_starts_one_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its short names once missed the (full) caches and demangled each name in a child of its
+    # own: 1,500 distinct 16 KB names took 179 s to load. One child per file, whatever the caches.
+    monkeypatch.setattr(names, "_DEMANGLED", names._Cache(max_chars=4_000, max_entries=4))
+    monkeypatch.setattr(names, "_SHORT", names._Cache(max_chars=4_000, max_entries=4))
+    starts: list[int] = []
+    real = names._in_child
+
+    def counted(todo: list[str]) -> dict[str, str | None]:
+        starts.append(len(todo))
+        return real(todo)
+
+    monkeypatch.setattr(names, "_in_child", counted)
+    kernels = [f"_Z{len(f'kernel_{i:03d}')}kernel_{i:03d}Pfi" for i in range(40)]
+    node = (
+        '"graph_1_node_{i}"[style="bold" shape="record" label="{{KERNEL\n'
+        "| {{ID | {i} (topoId: {i}) | {name}\\<\\<\\<4,128,0\\>\\>\\>}}\n"
+        "| {{{{node handle | func handle}} | {{0x000000003B9C41B0 | 0x000000002225DEC0}}}}\n"
+        '}}"];\n'
+    )
+    body = "".join(node.format(i=i, name=name) for i, name in enumerate(kernels))
+    edges = "".join(f'"graph_1_node_{i}" -> "graph_1_node_{i + 1}";\n' for i in range(39))
+    path = tmp_path / "many.dot"
+    path.write_text(
+        f'digraph dot {{\nsubgraph cluster_1 {{\nlabel="graph_1";\n{body}}}\n{edges}}}\n'
+    )
+    for _ in range(2):  # a second load of the same file: the caches no longer hold its names
+        starts.clear()
+        G = graphscope.load(path)
+        assert len(starts) == 1 and starts[0] >= 36  # one child; the caches keep 4 names
+        got = {d["name"]: (d["demangled"], d["short_name"]) for _, d in G.nodes(data=True)}
+        assert got == {n: (f"{n[4:-3]}(float*, int)", n[4:-3]) for n in kernels}
+
+
+def test_names_past_the_wall_clock_bound_are_mangled_for_that_load_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "flags.dot"
+    name = "_Z16graphscope_scaleIdEvPT_S0_i"  # not cached by another test
+    path.write_text((DOT / "flags-verbose.dot").read_text().replace(KERNEL, name))
+    monkeypatch.setattr(names, "CALL_WALL_S", 0.0)  # no time left: nothing is demangled
+
+    def kernel() -> dict[str, Any]:
+        G = graphscope.load(path)
+        return next(d for _, d in G.nodes(data=True) if d.get("name") == name)
+
+    assert (kernel()["demangled"], kernel()["short_name"]) == (name, name)
+    monkeypatch.setattr(names, "CALL_WALL_S", 10.0)  # the next load demangles it
+    got = kernel()
+    assert (got["demangled"], got["short_name"]) == (
+        "void graphscope_scale<double>(double*, double, int)",
+        "graphscope_scale<double>",
+    )
