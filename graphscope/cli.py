@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import faulthandler
 import io
 import json
 import math
 import os
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -300,10 +302,45 @@ def check_serve_files(files: list[str]) -> None:
             raise InputError(name, why)
 
 
+def check_serve_address(host: str, port: int) -> None:
+    """Refuse, in one line, a ``--host`` that names no address of this machine or a port
+    that cannot be taken: before the dashboard starts, whose server would print a bare
+    "Name or service not known" or its own two lines for a port in use. The socket is bound
+    as Werkzeug binds it (the family by the host's form, SO_REUSEADDR) and closed again."""
+    if host.startswith("unix://"):  # a Unix socket, which Werkzeug makes itself
+        return
+    shown = printable(host) or '""'
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        found = socket.getaddrinfo(host, port, family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        address = found[0][4]
+    except (OSError, ValueError, UnicodeError, IndexError) as exc:  # gaierror, NUL, IDNA
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise GraphscopeError(
+            f"--host {shown}: not an address to serve on ({why}): give one of this machine's "
+            "addresses or names, 127.0.0.1 (the default), or 0.0.0.0 for every address"
+        ) from None
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            what = "is in use: stop what listens there, or choose another --port"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            what = "cannot be bound: the host is not an address of this machine"
+        elif exc.errno == errno.EACCES:
+            what = "cannot be bound: a port below 1024 needs privileges; choose another --port"
+        else:
+            what = f"cannot be bound ({exc.strerror or exc})"
+        raise GraphscopeError(f"--host {shown} --port {port}: {what}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import signal
 
     check_serve_files(args.files)
+    check_serve_address(args.host, args.port)
     from .app import guard
     from .app.server import create_app  # needs dash and plotly
 
@@ -313,8 +350,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     hosts = guard.allowed_hosts(args.host, args.allow_host)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
-            f"graphscope: warning: serving on {args.host}: anyone who can reach this machine "
-            "can read the graphs it shows",
+            f"graphscope: warning: serving on {printable(args.host)}: anyone who can reach this "
+            "machine can read the graphs it shows",
             file=sys.stderr,
         )
     if args.files:
@@ -327,8 +364,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app = create_app(args.files)
     guard.install(app.server, hosts)
     shown = "the bundled samples" if not args.files else f"{len(args.files)} file(s)"
-    print(f"graphscope: showing {shown} at http://{args.host}:{args.port}/ (Ctrl-C stops it)")
-    app.run(host=args.host, port=args.port, debug=False)
+    url = f"http://{printable(args.host)}:{args.port}/"
+    print(f"graphscope: showing {shown} at {url} (Ctrl-C stops it)", flush=True)
+    try:
+        app.run(host=args.host, port=args.port, debug=False)
+    except OSError as exc:  # taken between the check and the start
+        raise GraphscopeError(
+            f"--host {printable(args.host)} --port {args.port}: cannot serve "
+            f"({exc.strerror or exc})"
+        ) from None
     return 0
 
 
