@@ -15,6 +15,7 @@ import io
 import json
 import math
 import os
+import re
 import shlex
 import socket
 import sys
@@ -89,8 +90,11 @@ def _say(line: str, output: str | os.PathLike[str]) -> None:
 def _dump_json(data: Any) -> None:
     """Print ``--json`` output as strict JSON: NaN and the infinities (an unknown eager time
     in ``buckets``) are null, as JSON has no such numbers."""
-    json.dump(_finite(data), sys.stdout, indent=1, default=str, allow_nan=False)
-    sys.stdout.write("\n")
+    # Past the escaping of control characters: JSON escapes its own, but for DEL, which it
+    # may hold raw and which "\x7f" would make invalid JSON.
+    out = sys.stdout._stream if isinstance(sys.stdout, _EscapingStream) else sys.stdout
+    json.dump(_finite(data), out, indent=1, default=str, allow_nan=False)
+    out.write("\n")
 
 
 def _finite(value: Any) -> Any:
@@ -804,6 +808,32 @@ def _printable_output() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+# What a terminal acts on: C0 controls but the tab and the newline the renderers write, DEL
+# and C1 (a file's kernel name can hold ESC ] 0 ; title BEL, or CSI 2 J).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escape_controls(text: str) -> str:
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+class _EscapingStream:
+    """stdout that writes the control characters of what it is given as their Python escapes
+    (``\\x1b``), so that names and values taken from files cannot drive the terminal, in
+    every command's text output at once. Lone surrogates are left to the stream's
+    backslashreplace; ``--json`` output holds no raw control characters to escape."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_escape_controls(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 # Every argument that names a file or a folder, whatever the command.
 _PATH_ARGS = (
     *("file", "files", "a", "b", "path", "histogram", "input", "output", "bundle", "trace"),
@@ -830,6 +860,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if program is not None:
         args.program = program
     args.invocation = invocation
+    stdout = sys.stdout
+    sys.stdout = _EscapingStream(stdout)
     try:
         _refuse_empty_paths(args)
         return int(args.run(args))
@@ -843,6 +875,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # output piped into head and closed early
         return 0
+    finally:
+        sys.stdout = stdout
 
 
 if __name__ == "__main__":

@@ -177,7 +177,8 @@ def _short(value: Any) -> str:
 
 def render_buckets(path: str, r: BucketReport, w: Write) -> None:
     """Per bucket time and memory, padding waste, and the best set under a budget."""
-    w(f"{path}: {r.model or '?'}, {len(r.buckets)} buckets; {r.padding_rule}\n")
+    model = (r.model or "?").replace("\n", "\\n")  # a value from the file, on the header line
+    w(f"{path}: {model}, {len(r.buckets)} buckets; {r.padding_rule}\n")
     head = ("batch", 5), ("replay", 9), ("per seq", 9), ("nodes", 6), ("pool", 10), ("eager", 9)
     w("    " + "  ".join(f"{name:>{width}}" for name, width in head) + "\n")
     for b in r.buckets:

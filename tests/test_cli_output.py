@@ -3,10 +3,16 @@ from files that hold control characters (found by a red team)."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+import shutil
 import socket
+from pathlib import Path
 
 import pytest
 
+from graphscope import cli
 from graphscope.cli import main
 
 
@@ -46,3 +52,55 @@ def test_serve_says_in_one_line_that_a_host_is_no_address(
 ) -> None:
     line = _serve_error(["serve", "--host", host], capsys)
     assert "not an address to serve on" in line
+
+
+def _hostile_dot(tmp_path: Path) -> Path:
+    """A DOT dump whose kernel name sets the terminal's title and clears its screen."""
+    path = tmp_path / "esc_kernel.dot"
+    shutil.copy(REPRO / "esc_kernel.dot", path)
+    return path
+
+
+REPRO = Path("/tmp/redteam/repro/ctrl_stdout")
+needs_repro = pytest.mark.skipif(not REPRO.is_dir(), reason="the red team's inputs are absent")
+
+
+@needs_repro
+@pytest.mark.parametrize("command", ["inspect", "diff"])
+def test_text_output_escapes_control_characters_from_files(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dot = str(_hostile_dot(tmp_path))
+    main([command, dot] + ([dot] if command == "diff" else []))
+    out = capsys.readouterr().out
+    assert out and not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+    if command == "inspect":
+        assert "\\x1b]0;pwned\\x07" in out
+
+
+@needs_repro
+def test_buckets_header_stays_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["buckets", str(REPRO / "forged.buckets.json")]) == 0
+    first, second = capsys.readouterr().out.splitlines()[:2]
+    assert "buckets;" in first and second.split() == [
+        *("batch", "replay", "per", "seq", "nodes", "pool", "eager")
+    ]
+
+
+def test_escaping_stream_keeps_newline_and_tab() -> None:
+    sink = io.StringIO()
+    stream = cli._EscapingStream(sink)
+    assert stream.write("a\tb\x1b[2J\r\x85\x7f\n") == 11
+    assert sink.getvalue() == "a\tb\\x1b[2J\\r\\x85\\x7f\n"
+
+
+def test_json_output_is_not_escaped_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DEL is a control character JSON leaves raw: escaped as \\x7f it would be invalid JSON."""
+    folder = tmp_path / "a\x7fb"
+    folder.mkdir()
+    dot = folder / "g.dot"
+    shutil.copy(Path(__file__).parent.parent / "samples" / "bundles" / "tiny-llama-b2.dot", dot)
+    main(["inspect", "--json", str(dot)])
+    assert json.loads(capsys.readouterr().out)[0]["file"] == str(dot)
