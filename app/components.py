@@ -59,9 +59,6 @@ OFFLINE = dcc.Graph.Config(displaylogo=False, showSendToCloud=False, plotlyServe
 HIDDEN = {"display": "none"}
 #: The DAG's colourings, in the picker's order.
 COLOURS = ("type", "time")
-#: The largest memory budget the buckets page takes, in MiB (as ``graphscope buckets
-#: --budget-mib``: 8 EiB, more than any GPU holds).
-BUDGET_MIB_MAX = 2**43
 #: The pages, in the picker's order, and the id of the component each one shows or hides.
 PAGES = {
     "graph": "graph-page",

@@ -22,6 +22,7 @@ from typing import Any
 import dash
 from dash.exceptions import PreventUpdate
 
+from graphscope.analysis.buckets import MAX_BUDGET_MIB
 from graphscope.contract import (
     TEXT,
     Flag,
@@ -36,7 +37,7 @@ from graphscope.contract import (
     show,
 )
 
-from .components import BUDGET_MIB_MAX, COLOURS, PAGES
+from .components import COLOURS, PAGES
 from .state import DEFAULTS
 
 log = logging.getLogger(__name__)
@@ -55,8 +56,8 @@ class BudgetMiB(Rule):
     """A memory budget in MiB, as ``graphscope buckets --budget-mib`` takes one: above 0; or
     None, no budget (a message for a person, without ``Maybe``'s "or null")."""
 
-    says = f"a size: give a number above 0, at most {BUDGET_MIB_MAX:,}"
-    _RANGE = Num(0, BUDGET_MIB_MAX)
+    says = f"a size: give a number above 0, at most {MAX_BUDGET_MIB:,}"
+    _RANGE = Num(0, MAX_BUDGET_MIB)
 
     def problem(self, value: Any) -> Problem | None:
         if value is None or (self._RANGE.problem(value) is None and value > 0):

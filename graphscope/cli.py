@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from . import exports, paths, sizes, text
-from .analysis.buckets import DEFAULT_BUCKETS, bucket_report, read_distribution
+from .analysis.buckets import DEFAULT_BUCKETS, MAX_BUDGET_MIB, bucket_report, read_distribution
 from .analysis.diff import diff
 from .analysis.findings import findings
 from .analysis.lifecycle import pair_graphs, process_report
@@ -51,7 +51,7 @@ def _budget_bytes(mib: float | None) -> int | None:
     """``--budget-mib`` as bytes; -1 for a value that is no size in MiB."""
     if mib is None:
         return None
-    if not math.isfinite(mib) or mib <= 0 or mib > 2**43:  # 8 EiB: more than any GPU holds
+    if not math.isfinite(mib) or mib <= 0 or mib > MAX_BUDGET_MIB:
         return -1
     return int(mib * 2**20)
 

@@ -32,6 +32,9 @@ from ..errors import InputError
 DEFAULT_BUCKETS = (1, 2, 4, 8)
 #: How a batch finds its graph, as recorded in bundles and buckets.json.
 PADDING_RULE = "a batch of n runs in the smallest bucket >= n, padded to it"
+#: The largest memory budget a bucket choice takes, in MiB: 8 EiB, more than any GPU holds
+#: (``graphscope buckets --budget-mib`` and the dashboard's buckets page).
+MAX_BUDGET_MIB = 2**43
 #: Largest buckets index or histogram read: either is a few KB.
 MAX_INDEX_BYTES = 64 << 20
 #: Most JSON values a buckets index or a JSON histogram may hold: a histogram names at most
