@@ -161,6 +161,17 @@ class Request:
     def kept(self) -> dict[str, Any]:
         return {**asdict(self), "body": base64.b64encode(self.body).decode()}
 
+    def open(self, client: Any) -> Any:
+        """Send this request through a Flask test client; its response."""
+        return client.open(
+            self.path,
+            method=self.method,
+            query_string=self.query,
+            headers=self.headers,
+            data=self.body,
+            content_type=self.content_type,
+        )
+
     @classmethod
     def read(cls, line: str) -> Request:
         data = json.loads(line)
@@ -185,14 +196,7 @@ class Http:
         self.sent += 1
         self.run._begin(line)
         try:
-            response = self.server.client.open(
-                request.path,
-                method=request.method,
-                query_string=request.query,
-                headers=request.headers,
-                data=request.body,
-                content_type=request.content_type,
-            )
+            response = request.open(self.server.client)
             data = response.get_data()
         except Exception as exc:  # an exception out of Flask: what would be a 500
             self.run._raised(line, exc, None)
@@ -717,14 +721,7 @@ def replay(path: str, upto: int | None = None) -> Iterator[tuple[Request, Any]]:
         request = Request.read(line)
         yield (
             request,
-            server.client.open(
-                request.path,
-                method=request.method,
-                query_string=request.query,
-                headers=request.headers,
-                data=request.body,
-                content_type=request.content_type,
-            ),
+            request.open(server.client),
         )
 
 
