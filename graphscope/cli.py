@@ -39,10 +39,12 @@ from .recording import (
     DEFAULT_EVERY_S,
     DEFAULT_FIRST,
     DEFAULT_WINDOW,
+    RUN_FILE,
     Settings,
     is_recording,
     load_recordings,
     process_label,
+    recording_parts,
 )
 from .version import __version__
 
@@ -193,8 +195,52 @@ def _program(words: list[str]) -> list[str]:
     return words
 
 
-def cmd_record(args: argparse.Namespace) -> int:
+def _record_folder(name: str | None, force: bool) -> Path:
+    """The folder ``record`` writes, made and empty of any recording: two runs never merge.
+
+    Without ``--out``, a new ``graphscope-recording-<date>-<time>`` (``-2``, ``-3``... when
+    one started within the same second). A named folder that holds a recording is refused,
+    or with ``--force`` has that recording's parts removed (``recording_parts``), and nothing
+    else of the folder."""
     import datetime
+    import shutil
+
+    if name is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        out, n = Path(f"graphscope-recording-{stamp}"), 1
+        while paths.lexists(out):
+            n += 1
+            out = Path(f"graphscope-recording-{stamp}-{n}")
+    else:
+        out = Path(name)
+    if paths.exists(out) and not paths.is_dir(out):
+        raise InputError(out, "exists and is not a folder")
+    parts = recording_parts(out)
+    if parts and not force:
+        if parts == [out]:
+            held = "is one process's folder of a recording"
+        else:
+            n = sum(1 for p in parts if p.name != RUN_FILE)
+            held = f"already holds a recording ({n} process folder{'s' * (n != 1)}"
+            held += " and run.json)" if (out / RUN_FILE) in parts else ")"
+        raise InputError(
+            out,
+            f"{held}; record into another folder (--out NEW_FOLDER), or add --force to "
+            "replace that recording",
+        )
+    try:
+        for part in parts:
+            if paths.is_dir(part) and not part.is_symlink():
+                shutil.rmtree(part)
+            else:
+                part.unlink()
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise paths.refusal(exc.filename or out, exc) from None
+    return out
+
+
+def cmd_record(args: argparse.Namespace) -> int:
     import signal
     import subprocess
 
@@ -202,14 +248,7 @@ def cmd_record(args: argparse.Namespace) -> int:
     from .capture.record import child_environment  # no GPU import until the program's own
 
     program = _program(args.program)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out or f"graphscope-recording-{stamp}")
-    if paths.exists(out) and not paths.is_dir(out):
-        raise InputError(out, "exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise paths.refusal(out, exc) from None
+    out = _record_folder(args.out, args.force)
     settings = Settings(
         first=args.first,
         every_s=args.every,
@@ -244,9 +283,6 @@ def cmd_record(args: argparse.Namespace) -> int:
     write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
     _summarize_recording(out, code)
     return code if code >= 0 else 128 - code
-
-
-RUN_FILE = "run.json"
 
 
 def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any]:
@@ -751,7 +787,13 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--out",
         metavar="DIR",
-        help="folder for the recording (default: graphscope-recording-<date>-<time>)",
+        help="folder for the recording, new or holding no recording (default: a new "
+        "graphscope-recording-<date>-<time>)",
+    )
+    rec.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the recording --out holds (its run.json and process folders)",
     )
     rec.add_argument(
         "--first",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,6 +219,30 @@ def index_files(path: str | os.PathLike[str]) -> list[Path]:
         (child / INDEX_NAME for child in paths.entries(p) if paths.is_file(child / INDEX_NAME)),
         key=lambda f: _process_order(f.parent.name),
     )
+
+
+#: What ``graphscope record`` writes into its folder beside the process folders.
+RUN_FILE = "run.json"
+_PROCESS_FOLDER = re.compile(r"(rank\d+-)?pid\d+")
+
+
+def recording_parts(folder: str | os.PathLike[str]) -> list[Path]:
+    """What a recording left in ``folder``: its ``run.json`` and its process folders (by
+    their index, or by their name where a killed process wrote none yet).
+
+    ``[folder]`` when ``folder`` is itself one process's folder. ``graphscope record`` refuses
+    a folder where this is not empty, and ``--force`` removes exactly these."""
+    p = Path(folder)
+    if not paths.is_dir(p):
+        return []
+    if paths.is_file(p / INDEX_NAME):
+        return [p]
+    found = [f.parent for f in index_files(p)]
+    run_file = [p / RUN_FILE] if paths.is_file(p / RUN_FILE) else []
+    unindexed = [
+        c for c in paths.entries(p) if _PROCESS_FOLDER.fullmatch(c.name) and paths.is_dir(c)
+    ]
+    return sorted({*found, *run_file, *unindexed})
 
 
 def _process_order(name: str) -> tuple[int, int, str]:

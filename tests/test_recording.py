@@ -292,3 +292,67 @@ def test_an_empty_graph_round_trips_and_an_empty_foreign_dot_is_refused(tmp_path
     foreign.write_text("digraph G {}\n")
     with pytest.raises(DotFormatError, match="the DOT graph has no nodes"):
         graphscope.load(foreign)
+
+
+def _record(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``graphscope record ARGS`` in ``cwd``; the program writes ``ran`` in ``cwd``."""
+    program = [sys.executable, "-c", "open('ran', 'w').close()"]
+    return subprocess.run(
+        [sys.executable, "-m", "graphscope", "record", *args, "--", *program],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_record_refuses_a_folder_that_holds_a_recording_and_force_replaces_it(
+    tmp_path: Path,
+) -> None:
+    """Two runs never merge: the old recording is refused in one line, untouched, and the
+    program does not run; ``--force`` removes that recording's parts and nothing else."""
+    out = tmp_path / "rec"
+    shutil.copytree(RECORDINGS / "spawn-worker", out)
+    (out / "notes.txt").write_text("mine")
+    before = sorted(p.relative_to(out) for p in out.rglob("*"))
+    done = _record(["--out", str(out)], tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"{out}: already holds a recording (1 process folder and run.json)" in done.stderr
+    assert "--force" in done.stderr and "--out NEW_FOLDER" in done.stderr
+    assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
+    assert not (tmp_path / "ran").exists()
+
+    done = _record(["--out", str(out / "pid571")], tmp_path)
+    assert done.returncode == 2 and "is one process's folder of a recording" in done.stderr
+
+    done = _record(["--force", "--out", str(out)], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ran").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "run.json"]
+    assert (out / "notes.txt").read_text() == "mine"
+    run = json.loads((out / "run.json").read_text())
+    assert run["exit_status"] == 0 and "--force" in run["command"]
+
+
+def test_record_s_default_folder_is_new_for_each_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+
+    from graphscope.cli import _record_folder
+
+    class Frozen(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> Frozen:
+            return cls(2026, 12, 4, 21, 0, 0)
+
+    monkeypatch.setattr(datetime, "datetime", Frozen)
+    monkeypatch.chdir(tmp_path)
+    made = [_record_folder(None, force=False) for _ in range(3)]
+    assert [str(p) for p in made] == [
+        "graphscope-recording-20261204-210000",
+        "graphscope-recording-20261204-210000-2",
+        "graphscope-recording-20261204-210000-3",
+    ]
+    assert all(p.is_dir() for p in made)
