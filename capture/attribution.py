@@ -45,8 +45,9 @@ def library_paths(torch: Any) -> tuple[str, ...]:
         module = sys.modules.get(name)
         paths += [os.path.abspath(p) + os.sep for p in getattr(module, "__path__", None) or []]
     # The code torch.compile generates (and Triton's launchers) lives in Inductor's cache
-    # folder; the user's line is the frame that called the compiled model.
-    paths += _generated_code_dirs()
+    # folder; the user's line is the frame that called the compiled model. That folder is
+    # known once the program imports Inductor: see generated_code_dirs.
+    paths += generated_code_dirs()
     for folder in {os.path.dirname(os.path.abspath(graphscope.__file__)), _HERE}:
         for file in Path(folder).rglob("*.py"):
             if str(file.resolve()) != _MODELS:
@@ -117,8 +118,8 @@ class Attribution:
         # The outermost modules seen running, by id: their parameters name pointers while
         # they live (weak: graphscope keeps no model alive).
         self.roots: dict[int, weakref.ref[Any]] = {}
-        self._skip = library_paths(self.torch)
-        self.frames = Frames(self._skip, _generated_code_dirs())
+        self._library = library_paths(self.torch)
+        self.frames = Frames(self._library, generated_code_dirs)
         self._handles: list[Any] = []
         self._mode: Any = None
         self._subscribed = False
@@ -181,7 +182,7 @@ class Attribution:
             return
         frames = frames_of(tb)
         frames = _stack(frames[0].f_back) + frames if frames else _stack(sys._getframe(1))
-        site = user_site(frames, self._skip)
+        site = user_site(frames, self._library + generated_code_dirs())
         site.op = self.op
         site.module = innermost_module(frames, self.name_of)
         self.failure = site
@@ -194,7 +195,7 @@ class Attribution:
             return self.failure
         cause = first_error(exc)
         frames = frames_of(cause.__traceback__)
-        site = user_site(frames, self._skip)
+        site = user_site(frames, self._library + generated_code_dirs())
         site.module = innermost_module(frames, self.name_of)
         return site
 
@@ -262,14 +263,26 @@ class Attribution:
         self.deactivate()
 
 
-def _generated_code_dirs() -> tuple[str, ...]:
-    """Where Inductor writes the Python it generates (its cache folder)."""
-    try:
-        from torch._inductor.runtime.cache_dir_utils import cache_dir
+_generated: tuple[str, ...] | None = None
 
-        return (os.path.abspath(cache_dir()) + os.sep,)
-    except Exception:  # an older or newer torch: compiled code is then user code
-        return ()
+
+def generated_code_dirs() -> tuple[str, ...]:
+    """Where Inductor writes the Python it generates (its cache folder); ``()`` until the
+    program has imported Inductor, which it does before it runs any generated code.
+
+    Asking Inductor earlier would import it, and torch._dynamo with it, into every recorded
+    process: seconds of start-up in a program that never compiles (issue 25)."""
+    global _generated
+    if _generated is None:
+        if "torch._inductor" not in sys.modules:
+            return ()
+        try:
+            from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+            _generated = (os.path.abspath(cache_dir()) + os.sep,)
+        except Exception:  # an older or newer torch: compiled code is then user code
+            _generated = ()
+    return _generated
 
 
 def _op_tracker(attribution: Attribution) -> Any:

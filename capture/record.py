@@ -234,13 +234,13 @@ class Recorder:
     def start(self) -> Recorder:
         """Subscribe to CUPTI and start the recorder's thread; raises CaptureError if refused."""
         self._torch = require("torch")
-        from .attribution import Attribution, _generated_code_dirs, library_paths
+        from .attribution import Attribution, generated_code_dirs, library_paths
 
         if self.settings.attribution:  # its frame reader serves the recorder's too
             self._attribution = Attribution()
             self._frames = self._attribution.frames
         else:
-            self._frames = sites.Frames(library_paths(self._torch), _generated_code_dirs())
+            self._frames = sites.Frames(library_paths(self._torch), generated_code_dirs)
         self._cuda_graph_type = getattr(getattr(self._torch, "_C", None), "_CUDAGraph", None)
         self.folder.mkdir(parents=True, exist_ok=True)
         self._process = self._process_info()

@@ -36,7 +36,7 @@ from graphscope.io import write_atomic
 
 from . import failure, grab
 from ._cuda import check, driver, require
-from .attribution import Attribution, library_paths
+from .attribution import Attribution, generated_code_dirs, library_paths
 from .environment import device_info, now_iso, versions
 from .introspect import graph_handle
 from .models import HF_PREFIX, Step, resolve
@@ -145,7 +145,9 @@ def _phase(torch: Any, stem: str, phase: str, say: Progress) -> Iterator[None]:
         raise
     except Exception as exc:
         cause = failure.first_error(exc)
-        site = failure.user_site(failure.frames_of(cause.__traceback__), library_paths(torch))
+        site = failure.user_site(
+            failure.frames_of(cause.__traceback__), library_paths(torch) + generated_code_dirs()
+        )
         if site.file is None and not failure.is_cuda_error(cause):
             raise
         raise CaptureError(failure.phase_failed(stem, phase, exc, site)) from exc

@@ -53,7 +53,13 @@ class TensorInput(TypedDict):
 class Frames:
     """Classifies frames as library (torch, CUDA, graphscope, Inductor's cache) or user code."""
 
-    def __init__(self, library: tuple[str, ...], generated: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        library: tuple[str, ...],
+        generated: Callable[[], tuple[str, ...]] = tuple,
+    ) -> None:
+        """``library``: folders and files never the user's; ``generated()``: Inductor's cache
+        folders, library too, asked as frames are met (known once Inductor is imported)."""
         self._library = library
         self._generated = generated
         self._is_library: dict[str, bool] = {}
@@ -65,13 +71,15 @@ class Frames:
         if known is None:
             path = os.path.abspath(filename)
             known = filename.startswith("<") or path.startswith(self._library)
+            known = known or self.is_generated(filename)
             self._is_library[filename] = known
         return known
 
     def is_generated(self, filename: str) -> bool:
         known = self._is_generated.get(filename)
         if known is None:
-            known = bool(self._generated) and os.path.abspath(filename).startswith(self._generated)
+            generated = self._generated()
+            known = bool(generated) and os.path.abspath(filename).startswith(generated)
             self._is_generated[filename] = known
         return known
 

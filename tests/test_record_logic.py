@@ -7,6 +7,7 @@ from pathlib import Path
 from types import FrameType, SimpleNamespace
 from typing import Any
 
+import pytest
 from graphscope.capture import sites
 from graphscope.capture.record import Capture, Life, _pool_id, _rerecord_reason, _shape_changes
 from graphscope.capture.sampling import Replays, Schedule
@@ -159,7 +160,7 @@ _GENERATED = """def call():
 def test_compiled_code_names_what_each_kernel_call_fuses(tmp_path: Path) -> None:
     cache = tmp_path / "torchinductor_root"
     frame = _frame_in(cache / "ab" / "cabc.py", _GENERATED, "call")
-    frames = sites.Frames((str(cache) + "/",), (str(cache) + "/",))
+    frames = sites.Frames((), lambda: (str(cache) + "/",))
     assert frames.compiled_origin(frame) == {
         "source_nodes": "linear, silu",
         "aten": "aten.mm, aten.silu",
@@ -167,3 +168,41 @@ def test_compiled_code_names_what_each_kernel_call_fuses(tmp_path: Path) -> None
     assert frames.user_frame(frame) is not frame  # generated code is never the user's line
     plain = _frame_in(tmp_path / "user.py", "def f():\n    return grab()\n", "f")
     assert frames.compiled_origin(plain) is None
+
+
+def test_inductor_s_cache_folder_is_asked_only_once_the_program_imports_inductor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asking Inductor where its cache is imports Inductor and torch._dynamo: seconds added to
+    every recorded process. The recorder asks once the program has imported Inductor itself,
+    and frames of the cache folder count as library from then on."""
+    import types
+
+    from graphscope.capture import attribution
+
+    monkeypatch.setattr(attribution, "_generated", None)
+    for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    imported: list[str] = []
+
+    class Finder:  # stands for torch: any import of it is seen, and refused
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+            if name.split(".")[0] == "torch":
+                imported.append(name)
+                raise ImportError(name)
+
+    monkeypatch.setattr(sys, "meta_path", [Finder(), *sys.meta_path])
+    cache = tmp_path / "torchinductor_me"
+    generated = _frame_in(cache / "xy" / "cxy.py", "def call():\n    return grab()\n", "call")
+    frames = sites.Frames((), attribution.generated_code_dirs)
+    assert attribution.generated_code_dirs() == () and imported == []
+    assert frames.user_frame(generated) is generated
+
+    utils = types.ModuleType("torch._inductor.runtime.cache_dir_utils")
+    utils.cache_dir = lambda: str(cache)  # type: ignore[attr-defined]
+    for name in ("torch", "torch._inductor", "torch._inductor.runtime"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, utils.__name__, utils)
+    assert attribution.generated_code_dirs() == (str(cache) + "/",)
+    later = _frame_in(cache / "zw" / "czw.py", "def call():\n    return grab()\n", "call")
+    assert frames.user_frame(later) is not later
