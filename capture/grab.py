@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
 import graphscope
 from graphscope.errors import CaptureError
 from graphscope.model import node_key
@@ -30,6 +28,8 @@ from .introspect import RawArgument
 from .pointers import PointerMap
 
 if TYPE_CHECKING:
+    import networkx as nx
+
     from .attribution import Label
 
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import graphscope
 from graphscope import recording
 from graphscope.errors import CaptureError, GraphscopeError
-from graphscope.io import write_atomic
+from graphscope.output import write_atomic
 
 from . import callbacks, grab, introspect, sites
 from ._cuda import cupti, require

@@ -23,17 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import exports, paths, sizes, text
-from .analysis.buckets import DEFAULT_BUCKETS, MAX_BUDGET_MIB, bucket_report, read_distribution
-from .analysis.diff import diff
-from .analysis.findings import findings
-from .analysis.lifecycle import pair_graphs, process_report
-from .analysis.report import step_report
-from .analysis.summary import summarize
-from .analysis.torch_trace import with_torch_trace
+from . import paths, sizes
+from .analysis.buckets import DEFAULT_BUCKETS, MAX_BUDGET_MIB
 from .errors import GraphscopeError, InputError, printable
-from .exports import model_explorer
-from .io import detect_format, load, save
 from .output import is_special, refuse_inputs, write_atomic
 from .recording import (
     DEFAULT_EVERY_S,
@@ -110,6 +102,12 @@ def _finite(value: Any) -> Any:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    from . import text
+    from .analysis.findings import findings
+    from .analysis.lifecycle import process_report
+    from .analysis.summary import summarize
+    from .io import detect_format, load
+
     status = 0
     results = []
     for path in args.files:
@@ -148,6 +146,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    from .io import load, save
+
     paths.output_path(args.output)  # a name that names no file: said before the input is read
     refuse_inputs(args.output, [args.input])
     G = load(args.input)
@@ -264,12 +264,15 @@ def cmd_record(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    run = _run_description(args.invocation, program)
-    write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    started_at = now_iso()
     try:
         child = subprocess.Popen(program, env=env)
     except OSError as exc:
         raise GraphscopeError(f"cannot run {program[0]!r}: {exc.strerror or exc}") from None
+    # Described while the program starts, not before: nvidia-smi and package metadata take
+    # a few hundred ms that the program need not wait for.
+    run = _run_description(args.invocation, program, started_at)
+    write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
     # Ctrl-C reaches the program too (one process group); the program decides how to stop.
     previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT,)}
     forward = signal.signal(signal.SIGTERM, lambda signum, frame: child.terminate())
@@ -285,13 +288,13 @@ def cmd_record(args: argparse.Namespace) -> int:
     return code if code >= 0 else 128 - code
 
 
-def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any]:
+def _run_description(invocation: list[str], program: list[str], started_at: str) -> dict[str, Any]:
     """How a recording was made: the command, the machine and the versions (run.json).
 
     Read without initialising CUDA here (nvidia-smi, package metadata): this process only
     starts the program.
     """
-    from .capture.environment import now_iso, nvidia_smi, versions
+    from .capture.environment import nvidia_smi, versions
 
     return {
         "command": shlex.join(invocation),
@@ -299,13 +302,15 @@ def _run_description(invocation: list[str], program: list[str]) -> dict[str, Any
         "cwd": os.getcwd(),
         **nvidia_smi(),
         **versions(),
-        "started_at": now_iso(),
+        "started_at": started_at,
         "ended_at": None,
         "exit_status": None,
     }
 
 
 def _summarize_recording(out: Path, code: int) -> None:
+    from .analysis.lifecycle import process_report
+
     ended = "exited with status " + str(code) if code >= 0 else f"was killed by signal {-code}"
     shown = printable(str(out))
     try:
@@ -417,6 +422,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from . import text
+    from .analysis.lifecycle import process_report
+    from .analysis.report import step_report
+    from .io import load
+
     if is_recording(args.file):
         recordings = load_recordings(args.file)
         reports = [process_report(r) for r in recordings]
@@ -446,6 +456,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _diff_recordings(a: str, b: str, as_json: bool) -> int:
     """Pair the processes (by rank, then order) and their graphs, and diff each pair."""
+    from . import text
+    from .analysis.diff import diff
+    from .analysis.lifecycle import pair_graphs
+    from .io import load
+
     ra, rb = load_recordings(a), load_recordings(b)
     out: list[dict[str, Any]] = []
     w = sys.stdout.write
@@ -494,6 +509,10 @@ def _diff_recordings(a: str, b: str, as_json: bool) -> int:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from . import text
+    from .analysis.diff import diff
+    from .io import load
+
     kinds = is_recording(args.a), is_recording(args.b)
     if all(kinds):
         return _diff_recordings(args.a, args.b, args.json)
@@ -514,6 +533,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_buckets(args: argparse.Namespace) -> int:
+    from . import text
+    from .analysis.buckets import bucket_report, read_distribution
+
     budget = _budget_bytes(args.budget_mib)
     if budget == -1:
         _error(f"{args.path}: --budget-mib {args.budget_mib} is not a size in MiB")
@@ -561,6 +583,10 @@ def _check_overlay(out: Path, beside: Path, source: str, force: bool) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from . import exports
+    from .exports import model_explorer
+    from .io import load
+
     out = paths.output_path(args.output)
     refuse_inputs(out, [args.file])
     G = load(args.file)
@@ -598,6 +624,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import_trace(args: argparse.Namespace) -> int:
+    from .analysis.torch_trace import with_torch_trace
+    from .io import load, save
+
     paths.output_path(args.output)
     refuse_inputs(args.output, [args.bundle, args.trace])
     G = with_torch_trace(load(args.bundle), args.trace)

@@ -36,13 +36,14 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import chain, compress, groupby, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from . import paths
 from .errors import InputError
 from .model import NODE_TYPES
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 #: Deepest JSON nesting any reader accepts; graphscope's own files nest 8 deep.
 MAX_DEPTH = 64
@@ -1025,6 +1026,8 @@ def _check_acyclic(G: nx.DiGraph, path: Any, error: type[InputError]) -> None:
                 ready.append(target)
     if done != len(pending):
         left = [key for key, count in pending.items() if count > 0]
+        import networkx as nx  # the recorder imports this module at start-up: not nx then
+
         cycle = nx.find_cycle(G.subgraph(left))
         raise error(path, f"edges form a cycle through {cycle[0][0]}: a CUDA graph is acyclic")
 

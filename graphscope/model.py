@@ -8,9 +8,11 @@ the raw dump. See docs/FORMAT.md for the whole contract.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 #: Bundle schema version this graphscope writes and the newest it reads.
 SCHEMA_VERSION = 1

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def test_core_imports_no_gpu_or_dash() -> None:
     code = (
@@ -17,6 +19,31 @@ def test_core_imports_no_gpu_or_dash() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def test_start_up_paths_import_no_graph_library() -> None:
+    """What runs before a user's program does, or inside it as it starts: ``graphscope
+    record``'s own process (the CLI) and the recorder's start-up in each recorded process
+    (``capture.autostart``). networkx and the readers load later, when a graph is read."""
+    code = (
+        "import sys, graphscope.cli, graphscope.capture.autostart\n"
+        "heavy = ('networkx', 'graphscope.io', 'graphscope.dot', 'graphscope.bundle',\n"
+        "         'graphscope.analysis.summary', 'graphscope.exports', 'torch._dynamo')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == ""
+
+
+def test_graphscope_load_and_save_load_on_first_use() -> None:
+    import graphscope
+    from graphscope import io
+
+    assert graphscope.load is io.load and graphscope.save is io.save
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        graphscope.nothing  # noqa: B018
 
 
 def test_capture_and_app_are_installed_under_graphscope() -> None:

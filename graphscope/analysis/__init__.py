@@ -1,6 +1,4 @@
-"""Analyses: pure functions over the graph model that return data, never pictures."""
+"""Analyses: pure functions over the graph model that return data, never pictures.
 
-from .replay import ReplayTiming, replay_timing, summarize_replays
-from .summary import summarize
-
-__all__ = ["ReplayTiming", "replay_timing", "summarize", "summarize_replays"]
+Each module is imported by name (``graphscope.analysis.summary``): the package imports none,
+so the recorder's start-up reads only ``analysis.replay``."""
