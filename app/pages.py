@@ -17,9 +17,11 @@ from dash import html
 from dash.development.base_component import Component
 
 from graphscope.analysis.buckets import BucketReport
+from graphscope.analysis.check import DEFAULT_RULES, check
 from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
+from graphscope.recording import process_label
 from graphscope.text import mib, step_rows, us
 
 from .sources import RecordedRun
@@ -352,6 +354,44 @@ def buckets_page(r: BucketReport, sources: dict[int, str] | None = None) -> list
     return out
 
 
+def diagnosis(run: RecordedRun) -> Any:
+    """What ``graphscope check`` says of a run under its default rules, each finding linked to
+    its graph: the catalog's first answer to "is something wrong with my graphs?"."""
+    result = check(run.recordings, DEFAULT_RULES)
+    rules = ", ".join(result.checked)
+    if not result.violations:
+        items: list[Any] = [html.Span(f"passed: {rules}", className="pass")]
+    else:
+        n = len(result.violations)
+        items = [html.Span(f"{n} rule{'s' * (n != 1)} broken (checked: {rules})")]
+        for v in result.violations:
+            process = next(
+                (rec.name for rec in run.recordings if process_label(rec) == v.process), None
+            )
+            source = run.sources.get((process, v.graph)) if process and v.graph else None
+            link: Any = (
+                html.Button(
+                    v.graph,
+                    id={"type": "open-graph", "source": source, "at": "diagnosis"},
+                    className="link",
+                    title="open this graph",
+                )
+                if source is not None
+                else None
+            )
+            items.append(
+                html.Div(
+                    [html.B(f"{v.rule}: "), html.Span(v.message), *([" ", link] if link else [])],
+                    className="finding warning",
+                )
+            )
+    items += [html.P(f"not checked: {line}", className="muted") for line in result.unchecked]
+    return html.Div(
+        [html.H4("Diagnosis (graphscope check)"), *items],
+        className="diagnosis",
+    )
+
+
 def catalog_page(runs: list[RecordedRun]) -> list[Any]:
     """Every graph of every recording: who captured it where, for which batch, how often it
     ran, its share of GPU time, its memory and its history; each id opens the graph."""
@@ -381,6 +421,7 @@ def catalog_page(runs: list[RecordedRun]) -> list[Any]:
         if run.error is not None:
             out.append(html.Div(run.error, className="error"))
             continue
+        out.append(diagnosis(run))
         for rec in run.recordings:
             r = process_report(rec)
             share = (
@@ -401,7 +442,7 @@ def catalog_page(runs: list[RecordedRun]) -> list[Any]:
                 link: Any = (
                     html.Button(
                         row["id"],
-                        id={"type": "open-graph", "source": source},
+                        id={"type": "open-graph", "source": source, "at": "catalog"},
                         className="link",
                         title="open this graph",
                     )

@@ -215,7 +215,7 @@ def _register_other_pages(app: dash.Dash, view: ViewState) -> None:
             "source": Output("source", "value", allow_duplicate=True),
             "page": Output("page", "value"),
         },
-        inputs={"clicks": Input({"type": "open-graph", "source": ALL}, "n_clicks")},
+        inputs={"clicks": Input({"type": "open-graph", "source": ALL, "at": ALL}, "n_clicks")},
         prevent_initial_call=True,
     )
     def open_graph(clicks: list[Any]) -> dict[str, Any]:

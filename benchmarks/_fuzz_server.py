@@ -321,7 +321,11 @@ class Pool:
         """The items of a pattern-matching input: ids of such links drawn (or made up), with
         click counts, some hostile."""
         ids = self.patterns.get(kind) or [
-            {"type": kind, _PATTERN_KEYS.get(kind, "key"): self.node(rng)}
+            {
+                "type": kind,
+                _PATTERN_KEYS.get(kind, "key"): self.node(rng),
+                **_PATTERN_MORE.get(kind, {}),
+            }
         ]
         chosen = [rng.choice(ids) for _ in range(rng.choice([0, 1, 1, 2, 3, 20]))]
         return [
@@ -337,6 +341,7 @@ class Pool:
 
 
 _PATTERN_KEYS = {"nav": "key", "collapse": "group", "open-graph": "source", "buffer": "name"}
+_PATTERN_MORE = {"open-graph": {"at": "catalog"}}  # the other keys of such an id
 _TINY_DOT = (SAMPLES / "dot" / "torch-ops" / "flags-none.dot").read_bytes()
 
 

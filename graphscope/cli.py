@@ -532,6 +532,63 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+_RULE_OPTIONS = ("max_eager_share", "no_rerecord", "no_skips", "max_graphs", "max_pool_mib")
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .analysis.check import DEFAULT_RULES, Rules, check
+
+    path = args.recording
+    if not is_recording(path):
+        why = (
+            "a file, not a recording folder"
+            if paths.is_file(path) and Path(path).name != "recording.json"
+            else "not a recording folder"
+            if paths.is_dir(path)
+            else "no such file or folder"
+        )
+        raise InputError(path, f"{why}: check reads what graphscope record --out DIR wrote (DIR)")
+    for name, value, top in (
+        ("--max-eager-share", args.max_eager_share, 100.0),
+        ("--max-pool-mib", args.max_pool_mib, float(MAX_BUDGET_MIB)),
+    ):
+        if value is not None and not (math.isfinite(value) and 0 <= value <= top):
+            _error(f"{path}: {name} {value:g} is not a number from 0 to {top:g}")
+            return 2
+    if args.max_graphs is not None and args.max_graphs < 0:
+        _error(f"{path}: --max-graphs {args.max_graphs} is below 0")
+        return 2
+    named = any(getattr(args, o) not in (None, False) for o in _RULE_OPTIONS)
+    rules = (
+        Rules(
+            max_eager_share_pct=args.max_eager_share,
+            no_rerecord=args.no_rerecord,
+            no_skips=args.no_skips,
+            max_graphs=args.max_graphs,
+            max_pool_mib=args.max_pool_mib,
+        )
+        if named
+        else DEFAULT_RULES
+    )
+    recordings = load_recordings(path)
+    result = check(recordings, rules)
+    shown = printable(path)
+    if args.json:
+        _dump_json({"path": path, **result.as_dict()})
+    else:
+        for v in result.violations:
+            print(f"{shown}: {v.rule}: {v.message}")
+        if not result.violations:
+            graphs = sum(len(r.graphs) for r in recordings)
+            print(
+                f"{shown}: passed: {', '.join(result.checked)} ({len(recordings)} "
+                f"process{'es' * (len(recordings) != 1)}, {graphs} graphs)"
+            )
+        for line in result.unchecked:
+            print(f"{shown}: not checked: {line}")
+    return 1 if result.violations else 0
+
+
 def cmd_buckets(args: argparse.Namespace) -> int:
     from . import text
     from .analysis.buckets import bucket_report, read_distribution
@@ -709,6 +766,40 @@ def build_parser() -> argparse.ArgumentParser:
     )
     buckets.add_argument("--json", action="store_true", help="print JSON for scripts")
     buckets.set_defaults(run=cmd_buckets)
+    chk = sub.add_parser(
+        "check",
+        help="check a recording against rules, for CI: one line per rule broken, exit 1",
+        description="Check every process of a recording (graphscope record --out DIR) "
+        "against rules: one line for each rule a process breaks, naming the graph, the input "
+        "and the program's line where the recording says them, then exit status 1; one "
+        "'passed' line and status 0 otherwise. With no rule named, the default rules apply: "
+        "--max-eager-share 50 --no-rerecord --no-skips. Naming any rule checks only the rules "
+        "named. A recording that ends early (the program was killed, or recording stopped) "
+        "always fails.",
+    )
+    chk.add_argument("recording", metavar="RECORDING", help="a recording folder")
+    chk.add_argument(
+        "--max-eager-share",
+        type=float,
+        metavar="PCT",
+        help="most percent of the sampled GPU kernel time that may run outside graphs",
+    )
+    chk.add_argument(
+        "--no-rerecord",
+        action="store_true",
+        help="no graph recorded again from one site with the same input shapes",
+    )
+    chk.add_argument(
+        "--no-skips",
+        action="store_true",
+        help="no function that torch.compile ran without CUDA graphs",
+    )
+    chk.add_argument("--max-graphs", type=int, metavar="N", help="most graphs a process")
+    chk.add_argument(
+        "--max-pool-mib", type=float, metavar="MIB", help="most graph-pool MiB a process"
+    )
+    chk.add_argument("--json", action="store_true", help="print JSON for scripts")
+    chk.set_defaults(run=cmd_check)
     export = sub.add_parser(
         "export",
         help="write a graph for Perfetto, a browser, Model Explorer or networkx",

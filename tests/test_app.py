@@ -574,3 +574,22 @@ def test_child_graphs_and_bodies_are_joined_to_their_owner_and_named_by_it() -> 
     fig = build_figure(G, lay)
     [joins] = [t for t in fig.data if t.name == "child graph of"]
     assert len([x for x in joins.x if x is None]) == len(lay.nests)
+
+
+def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked() -> None:
+    from graphscope.app import pages
+
+    recordings = ROOT / "samples" / "recordings"
+    registry = Registry()
+    clean = pages.catalog_page([registry.add_recording(recordings / "torch-buckets", "b")])
+    assert "Diagnosis (graphscope check)" in shown_text(clean)
+    assert "passed: complete, eager share <= 50%" in shown_text(clean)
+    run = registry.add_recording(recordings / "hf-generate", "hf")
+    page = pages.catalog_page([run])
+    (diagnosis,) = [c for c in page if getattr(c, "className", None) == "diagnosis"]
+    text = shown_text([diagnosis])
+    assert "1 rule broken (checked: complete, " in text and "rerecord: " in text
+    assert "g8 was recorded again after g5 with the same input shapes" in text
+    (link,) = _buttons([diagnosis])
+    assert link.children == "g8"
+    assert registry.load(link.id["source"]).graph.graph["recording"]["id"] == "g8"

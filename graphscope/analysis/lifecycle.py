@@ -18,7 +18,8 @@ from ..recording import Recording, process_label
 EAGER_SHARE_WARN_PCT = 50.0
 
 
-def _site_text(site: Any) -> str | None:
+def site_text(site: Any) -> str | None:
+    """``file.py:LINE in function`` of a recorded site, or None."""
     if not isinstance(site, dict) or not site.get("file"):
         return None
     text = f"{Path(str(site['file'])).name}:{site.get('line') or '?'}"
@@ -50,8 +51,8 @@ def catalog(recording: Recording) -> list[dict[str, Any]]:
                 "id": g["id"],
                 "bundle": g.get("bundle"),
                 "capturer": g.get("capturer"),
-                "site": _site_text(g.get("site")),
-                "program_site": _site_text(g.get("program_site")),
+                "site": site_text(g.get("site")),
+                "program_site": site_text(g.get("program_site")),
                 "batch": g.get("batch"),
                 "nodes": g.get("nodes"),
                 "kernels": g.get("kernels"),
@@ -125,7 +126,8 @@ class ProcessReport:
         return out
 
 
-def _pool_total(recording: Recording) -> int | None:
+def pool_total(recording: Recording) -> int | None:
+    """The bytes of a process's graph pools, each distinct pool counted once."""
     pools: dict[tuple[Any, ...], int] = {}
     for g in recording.graphs:
         pool = g.get("pool")
@@ -217,7 +219,7 @@ def notes(recording: Recording) -> list[Note]:
                 f"{len(same)} graphs were recorded again from the same site with the same input "
                 "shapes",
                 [
-                    f"{g['id']} again after {g['rerecord_of']} at {_site_text(g.get('site'))}: "
+                    f"{g['id']} again after {g['rerecord_of']} at {site_text(g.get('site'))}: "
                     f"{_reason(g)}"
                     for g in same[:10]
                 ]
@@ -232,7 +234,7 @@ def notes(recording: Recording) -> list[Note]:
     recorded_again = {g.get("rerecord_of") for g in graphs}
     for g in graphs:
         if g.get("rerecord_of") or g["id"] in recorded_again:
-            by_site[_site_text(g.get("site"))].append(g)
+            by_site[site_text(g.get("site"))].append(g)
     for where, members in by_site.items():
         sizes = sorted({g["batch"] for g in members if isinstance(g.get("batch"), int)})
         if len(sizes) > 1:
@@ -280,7 +282,7 @@ def process_report(recording: Recording) -> ProcessReport:
         status=recording.process["status"],
         graphs=len(recording.graphs),
         replays=sum(g["replays"] for g in recording.graphs),
-        pool_bytes=_pool_total(recording),
+        pool_bytes=pool_total(recording),
         eager_share_pct=eager_share(recording),
         rows=catalog(recording),
         notes=notes(recording),
