@@ -115,6 +115,7 @@ class Replays:
         summary = summarize_replays(timing)
         return {
             "replay_us": summary.get("gpu_span_us"),
+            "replay_max_us": summary.get("gpu_span_max_us"),
             "gpu_busy_us": summary.get("gpu_busy_us"),
             "cpu_launch_us": summary.get("cpu_launch_us"),
             "replays": replays,

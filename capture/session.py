@@ -196,6 +196,7 @@ def _time_replays(
     G.graph["replays"] = timing.replays
     return {
         "replay_us": summary.get("gpu_span_us"),
+        "replay_max_us": summary.get("gpu_span_max_us"),
         "gpu_busy_us": summary.get("gpu_busy_us"),
         # One meaning in capture and record: the launch call's CPU time untraced (median);
         # tracing adds CUPTI's work to the call, kept apart as cpu_launch_traced_us.

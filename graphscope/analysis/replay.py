@@ -112,10 +112,13 @@ def replay_timing(
 
 
 def summarize_replays(timing: ReplayTiming) -> dict[str, float]:
-    """Medians over replays of the GPU span, GPU busy time and CPU launch time (in us)."""
+    """Medians over replays of the GPU span, GPU busy time and CPU launch time (in us), and
+    the longest GPU span as ``gpu_span_max_us``: no node of a replay can last longer."""
     out: dict[str, float] = {}
     for key in ("gpu_span_us", "gpu_busy_us", "cpu_launch_us"):
         values = [r[key] for r in timing.replays if key in r]
         if values:
             out[key] = percentile(values, 50)
+            if key == "gpu_span_us":
+                out["gpu_span_max_us"] = max(values)
     return out

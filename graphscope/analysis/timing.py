@@ -42,6 +42,7 @@ class ReplayTiming:
     replay_wall_us: float | None = None  # one replay, untraced mean wall over a loop
     replay_wall_traced_us: float | None = None  # the same loop, traced
     replay_us: float | None = None  # one replay's GPU span, traced median
+    replay_max_us: float | None = None  # the longest traced replay's GPU span
     gpu_busy_us: float | None = None  # one replay's GPU busy time, traced median
     cpu_launch_us: float | None = None  # the graph launch call's CPU time (see cards.py)
     cpu_launch_traced_us: float | None = None  # the same, traced (graphscope record)
