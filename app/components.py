@@ -22,9 +22,11 @@ main { display: flex; gap: 0; }
 #graph-pane { flex: 3; min-width: 0; }
 #dag-pane { position: relative; }
 #minimap { position: absolute; right: 8px; top: 40px; border: 1px solid #bbb;
-           background: white; }
+           background: white; visibility: hidden; }
 #node-panel { flex: 2; max-width: 620px; padding: 8px 16px; border-left: 1px solid #ddd;
               overflow: auto; max-height: calc(100vh - 140px); font-size: 13px; }
+#node-title { overflow-wrap: anywhere; display: -webkit-box; -webkit-box-orient: vertical;
+              -webkit-line-clamp: 3; overflow: hidden; }
 .kv th, .kv td:first-child { text-align: left; padding-right: 12px; font-weight: 500;
     color: #555; vertical-align: top; white-space: nowrap; font-family: inherit; }
 .kv td, .args td { font-family: ui-monospace, monospace; word-break: break-all; }
@@ -61,6 +63,8 @@ table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
 OFFLINE = dcc.Graph.Config(displaylogo=False, showSendToCloud=False, plotlyServerURL="")
 
 HIDDEN = {"display": "none"}
+#: How long typing in the search box pauses before the search runs, in seconds.
+SEARCH_PAUSE_S = 0.4
 #: The DAG's colourings, in the picker's order.
 COLOURS = ("type", "time")
 #: The pages, in the picker's order, and the id of the component each one shows or hides.
@@ -91,7 +95,7 @@ class Drawing(Outputs):
     style: dict[str, str] = field(default_factory=lambda: dict(HIDDEN))  # the DAG pane's
     status: Any = None  # notes and errors above the DAG
     cards: Any = field(default_factory=list)  # the step's figures (cards.card_divs)
-    count: str = ""  # "3 of 17", "17 matches", or nothing without a search
+    count: str = ""  # "3 of 17", "17 matches", "no match", or nothing without a search
     rings: dict[str, Any] | None = None  # the selection ring's trace index, source, colour
 
 
@@ -154,8 +158,9 @@ def page_layout(
                     dcc.Input(
                         id="search",
                         type="text",
-                        placeholder="search: kernel, module, op (regex)",
-                        debounce=True,
+                        placeholder="search as you type: kernel, module, op, type (regex)",
+                        # Searched once typing pauses: on Enter alone, nothing said so.
+                        debounce=SEARCH_PAUSE_S,
                     ),
                     html.Button("previous", id="prev", n_clicks=0),
                     html.Button("next", id="next", n_clicks=0),
@@ -188,9 +193,9 @@ def page_layout(
                                                 figure=drawing.figure,
                                                 config={**OFFLINE, "scrollZoom": True},
                                             ),
-                                            # Over the DAG's upper right corner, below its
-                                            # buttons: where the view is in the whole graph
-                                            # (figure.minimap).
+                                            # In the DAG's right margin, kept for it when
+                                            # the graph opens in part: where the view is in
+                                            # the whole graph (figure.minimap).
                                             dcc.Graph(
                                                 id="minimap",
                                                 figure=drawing.minimap,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,8 @@ TYPE_COLOURS = {
 LINE_PX = 24
 #: The minimap's size in px, and the most columns and rows of its density grid.
 MINIMAP_PX = (220, 150)
+#: The DAG's right margin when it has a minimap: the minimap, its border and a gap.
+MINIMAP_MARGIN = MINIMAP_PX[0] + 18
 MINIMAP_CELLS = 80
 #: The minimap's shades of blue, palest for the fewest nodes in a cell.
 MINIMAP_SHADES = 8
@@ -73,12 +76,12 @@ def _hover(key: str, data: dict[str, Any]) -> str:
     # name with <...> template arguments shows as text, not as tags.
     name = display_name(data) if data.get("type") == "KERNEL" else data.get("type", "?")
     time = replay_us(data)
-    text = escape(f"{name}  ({key})")
+    text = hover_text(f"{name}  ({key})")
     if time is not None:
         text += f"<br>replay {time:.2f} us"
     module = (data.get("attribution") or {}).get("module")
     if module:
-        text += f"<br>{escape(module)}"
+        text += f"<br>{hover_text(module)}"
     return text
 
 
@@ -96,6 +99,32 @@ def _ticks(low: float, high: float) -> list[float]:
 def escape(text: str) -> str:
     """Text for Plotly's hover and annotation markup, shown as it is."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: The most characters a line of a hover label holds: a cuDNN or Triton kernel's name on one
+#: line made a label as wide as a whole row of the DAG, covering the nodes it was about.
+HOVER_LINE = 72
+_HOVER_BREAK = re.compile(r"(?<=[ ,:<>])")
+
+
+def hover_text(text: str, width: int = HOVER_LINE) -> str:
+    """``text`` escaped for a hover label, wrapped into lines of at most ``width`` characters,
+    after a space or punctuation where it can (a template's ``, `` or ``::``)."""
+    if len(text) <= width:
+        return escape(text)
+    lines: list[str] = []
+    line = ""
+    for part in _HOVER_BREAK.split(text):
+        while len(part) > width:  # no break in it: cut it
+            room = width - len(line)
+            lines.append(line + part[:room])
+            line, part = "", part[room:]
+        if len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return "<br>".join(escape(x) for x in lines if x)
 
 
 def _edges(
@@ -280,8 +309,12 @@ def build_figure(
     matches: Collection[str] = (),
     hover: bool = True,
     in_page: bool = True,
+    found: int | None = None,
 ) -> go.Figure:
     """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median).
+
+    ``matches`` are the drawn nodes a search ringed; ``found``, how many nodes it found (more
+    than ``matches`` where a collapsed group holds several), is what the legend counts.
 
     Without ``hover`` the nodes have no hover text yet: ``node_hovers`` gives it, to patch in
     after the first paint (hover text is most of a large figure's bytes). ``in_page``: the
@@ -348,8 +381,9 @@ def build_figure(
             )
         )
     if matches:
-        found = [k for k in matches if k in lay.pos]
-        traces.append(ring_trace(Scatter, lay, found, f"matches ({len(found)})", "#ff9900", 17))
+        ringed = [k for k in matches if k in lay.pos]
+        count = len(ringed) if found is None else found
+        traces.append(ring_trace(Scatter, lay, ringed, f"matches ({count})", "#ff9900", 17))
     x, y = ring_at(lay, selected)
     selection = ring_trace(Scatter, lay, [], "selected", "#d62728", 21)
     selection.update(x=x, y=y, customdata=None)  # moved by a patch on each selection
@@ -364,9 +398,13 @@ def build_figure(
         # px high): it opens on its first rows at a size where nodes stand apart, and the
         # minimap shows the rest. Plotly's "reset axes" comes back here; "autoscale" shows all.
         yaxis = {"visible": False, "autorange": False, "range": [top, -1.0]}
+    # The minimap, for a graph that opens in part, sits in a margin of its own right of the
+    # plot: over the plot it hid nodes, and a click on one of them moved the view instead.
+    # A graph that opens whole has none (dag-events.js hides it).
+    mapped = top is not None and in_page
     fig.update_layout(
         # The legend sits above the plot, in its own margin: over the plot it hid nodes.
-        margin={"l": 10, "r": 10, "t": 34, "b": 10},
+        margin={"l": 10, "r": MINIMAP_MARGIN if mapped else 10, "t": 34, "b": 10},
         plot_bgcolor="white",
         dragmode="pan",
         # In the page, a click is answered by the page's script, which finds the node under
@@ -385,6 +423,7 @@ def build_figure(
             # The page gives Plotly only what is in and around the view (WebGL has no GPU in
             # headless Chromium; dag-events.js, "culling").
             "cull": not svg and in_page,
+            "minimap": mapped,  # shown, in the right margin kept for it
         },
         # Room on the left for the row labels, which the axis range would otherwise clip.
         xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},

@@ -86,7 +86,8 @@ GROUPING = Maybe(
             "default": OneOf(DEFAULTS, "a way to open the groups"),
             "toggled": ListOf(TEXT),
         },
-        {"compare": Maybe(TEXT)},
+        # what the last step through search matches opened, to shut at the next
+        {"compare": Maybe(TEXT), "stepped": ListOf(TEXT)},
     )
 )
 _COLOUR = OneOf(COLOURS, "a colouring")

@@ -222,6 +222,7 @@ def compare_page(
                 ]
                 for o in v.obstacles[:top]
             ]
+            out += _cut(len(v.obstacles), top, "reasons", "update-shown")
             out.append(_table(["result", "node in B", "pair in A", "why"], rows))
     if d.replay_a_us is not None and d.replay_b_us is not None:
         out.append(html.P(f"Replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)}."))
@@ -230,12 +231,14 @@ def compare_page(
         rows = [[node_link(c.a, a), node_link(c.b, b), c.name, _changes(c)] for c in config[:top]]
         out += [
             html.H3(f"Changed parameters ({len(config)} nodes)"),
+            *_cut(len(config), top, "nodes", "changed-shown"),
             _table(["A", "B", "name", "what changed"], rows),
         ]
     args_only = sum(1 for c in d.changed if not c.fields)
     if args_only:
         out.append(html.P(f"{args_only} nodes differ only in argument values.", className="muted"))
-    timed = [c for c in d.timing if c.delta_us is not None][:top]
+    all_timed = [c for c in d.timing if c.delta_us is not None]
+    timed = all_timed[:top]
     if timed:
         rows = [
             [
@@ -249,12 +252,21 @@ def compare_page(
         ]
         out += [
             html.H3("Largest timing changes"),
+            *_cut(len(all_timed), top, "timed nodes, largest change first", "timing-shown"),
             _table(["change", "A", "B", "node in B", "name"], rows),
         ]
     for label, keys, source_id in (("Added in B", d.added, b), ("Removed from A", d.removed, a)):
         if keys:
             out.append(html.P([f"{label}: ", *_keys(keys, source_id)]))
     return out
+
+
+def _cut(total: int, top: int, what: str, element_id: str) -> list[html.P]:
+    """The line above a table that shows only its first ``top`` rows of ``total``, if it does:
+    the tables stopped at 30 rows without a word."""
+    if total <= top:
+        return []
+    return [html.P(f"The first {top:,} of {total:,} {what}.", className="muted", id=element_id)]
 
 
 def changed_keys(d: GraphDiff) -> list[str]:

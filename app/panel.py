@@ -75,6 +75,8 @@ _PARAMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("conditional_handle", "conditional handle"),
     ),
 }
+#: A kernel's names: each distinct text is one row.
+_NAMES = {"short_name", "demangled", "name"}
 _SECTIONS = {"replay", "eager", "attribution", "args", "pointers"}
 _ALWAYS_SHOWN = _SECTIONS | {"type", "graph_id", "local_id", "parent"}
 # Fields whose values are addresses or handles (the last dotted part of the name): shown in hex.
@@ -228,9 +230,19 @@ def _batch_ops(data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
 def _params(G: nx.DiGraph, data: dict[str, Any]) -> tuple[list[tuple[str, Any]], set[str]]:
     """The node's own parameters as labelled rows, and every field they show."""
     spec = _PARAMS.get(data.get("type", ""), ())
-    rows: list[tuple[str, Any]] = [
-        (label, _shown(field, data[field])) for field, label in spec if field in data
-    ]
+    rows: list[tuple[str, Any]] = []
+    for field, label in spec:
+        if field not in data:
+            continue
+        text = _shown(field, data[field])
+        if field in _NAMES:
+            # A Triton or cuDNN kernel's short, demangled and mangled names are often one
+            # text: shown once, its row labelled with each name it is.
+            same = next((i for i, (_, t) in enumerate(rows) if t == text), None)
+            if same is not None:
+                rows[same] = (f"{rows[same][0]}, {label}", text)
+                continue
+        rows.append((label, text))
     extra, fields = _extra_rows(G, data)
     return rows + extra, fields | {field for field, _ in spec}
 
@@ -381,13 +393,14 @@ def memory_names(G: nx.DiGraph, data: dict[str, Any]) -> set[str]:
     return names
 
 
-def _memory_link(name: Any, offset: Any) -> Any:
-    """A buffer or segment cell: its name as a link that finds every node touching it."""
+def _memory_link(name: Any, offset: Any, at: int) -> Any:
+    """A buffer or segment cell: its name as a link that finds every node touching it;
+    ``at`` tells apart two links to one buffer (two ids alike: Dash refused the page)."""
     if not name:
         return "-"
     return html.Button(
         _place(name, offset),
-        id={"type": "buffer", "name": str(name)},
+        id={"type": "buffer", "name": str(name), "at": at},
         className="link",
         n_clicks=0,
         title="show every node that touches it",
@@ -395,15 +408,18 @@ def _memory_link(name: Any, offset: Any) -> Any:
     )
 
 
-def _address_rows(G: nx.DiGraph, data: dict[str, Any]) -> list[tuple[str, str, int, Any, Any]]:
-    """(what, offset, address, buffer, segment) of each address in :func:`_addresses`."""
+def _address_rows(
+    G: nx.DiGraph, data: dict[str, Any], first: int = 0
+) -> list[tuple[str, str, int, Any, Any]]:
+    """(what, offset, address, buffer, segment) of each address in :func:`_addresses`, the
+    table's rows from ``first`` on."""
     found = _addresses(data)
     known = _known_addresses(G) if found else {}
     rows = []
-    for what, field, pos in found:
+    for i, (what, field, pos) in enumerate(found, start=first):
         p = known.get(data[field], {})
-        buffer = _memory_link(p.get("buffer"), p.get("buffer_offset"))
-        segment = _memory_link(p.get("segment"), p.get("segment_offset"))
+        buffer = _memory_link(p.get("buffer"), p.get("buffer_offset"), 2 * i)
+        segment = _memory_link(p.get("segment"), p.get("segment_offset"), 2 * i + 1)
         rows.append((what, pos, data[field], buffer, segment))
     return rows
 
@@ -433,17 +449,17 @@ _ADDRESS_CELL = {
 def _buffers(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
     """One table of the memory a node touches: kernel pointer arguments, copy and memset
     addresses, in hex, with the buffer and allocator segment they fall in where known."""
-    pointers = data.get("pointers") or []
+    pointers = (data.get("pointers") or [])[:_MAX_POINTER_ROWS]
     rows = [
         (
             str(p.get("arg", "-")),
             str(p.get("offset", "-")),
             p.get("address"),
-            _memory_link(p.get("buffer"), p.get("buffer_offset")),
-            _memory_link(p.get("segment"), p.get("segment_offset")),
+            _memory_link(p.get("buffer"), p.get("buffer_offset"), 2 * i),
+            _memory_link(p.get("segment"), p.get("segment_offset"), 2 * i + 1),
         )
-        for p in pointers[:_MAX_POINTER_ROWS]
-    ] + _address_rows(G, data)
+        for i, p in enumerate(pointers)
+    ] + _address_rows(G, data, len(pointers))
     if not rows:
         return []
     table = [html.Tr([html.Th(h, title=tip, style=_WRAP) for h, tip in _BUFFER_COLUMNS])]
@@ -516,7 +532,9 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
     title = display_name(data) if kind == "KERNEL" else kind
     params, shown = _params(G, data)
     out: list[Any] = [
-        html.H3(title, id="node-title"),
+        # A long name wraps, at most three lines of it shown (components.CSS); the whole
+        # name on hover, and in a copy.
+        html.H3(title, id="node-title", title=title),
         html.Div(
             f"{kind} · {key} · graph {data.get('graph_id')} · local id {data.get('local_id')}"
         ),

@@ -50,11 +50,12 @@ def search_nodes(G: nx.DiGraph, text: str | None) -> tuple[list[str], str | None
     return _in_order(G, found), pattern.warning
 
 
-def match_count(found: Any, selected: Any) -> str:
+def match_count(found: Any, selected: Any, searched: bool = False) -> str:
     """``3 of 17`` when the selected node is a match, else ``17 matches``; ``found`` as the
-    page keeps it (anything but a non-empty list counts nothing)."""
+    page keeps it (anything but a non-empty list counts nothing): ``no match`` when a search
+    was ``searched`` for, else nothing."""
     if not isinstance(found, list) or not found:
-        return ""
+        return "no match" if searched else ""
     if selected in found:
         return f"{found.index(selected) + 1} of {len(found)}"
     return f"{len(found)} matches"

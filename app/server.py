@@ -9,6 +9,7 @@ here wires them to Dash, each callback's inputs named as its function's paramete
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,34 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     protocol.install(app)
     if preload:
         view.preload()
+    quiet_startup()
     return app
+
+
+#: What werkzeug's server says, in red, each time it starts (``BaseWSGIServer.log_startup``).
+DEV_SERVER_WARNING = "WARNING: This is a development server."
+
+
+class _StartupFilter(logging.Filter):
+    """Drops werkzeug's development-server warning from its start-up record, and nothing
+    else: its address lines, each request and every error are logged as before."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not isinstance(record.msg, str) or DEV_SERVER_WARNING not in record.msg:
+            return True
+        lines = [x for x in record.msg.splitlines() if DEV_SERVER_WARNING not in x]
+        record.msg = "\n".join(lines)
+        return bool(lines)
+
+
+def quiet_startup() -> None:
+    """Keep werkzeug from printing its development-server warning at every start of
+    ``graphscope serve``: a local viewer is what that server is for, and the red line read
+    as an error. A filter on werkzeug's logger, added once, rather than a lower log level,
+    which would hide its errors too."""
+    logger = logging.getLogger("werkzeug")
+    if not any(isinstance(f, _StartupFilter) for f in logger.filters):
+        logger.addFilter(_StartupFilter())
 
 
 def _asked() -> dict[str, str]:
@@ -310,7 +338,7 @@ def _register_clientside(app: dash.Dash) -> None:
     wire(
         clientside.FIND_BUFFER,
         Output("search", "value"),
-        Input({"type": "buffer", "name": ALL}, "n_clicks"),
+        Input({"type": "buffer", "name": ALL, "at": ALL}, "n_clicks"),
         prevent_initial_call=True,
     )
     wire(clientside.WHEN_PAINTED, Output("painted", "data"), Input("rings", "data"))

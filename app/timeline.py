@@ -40,7 +40,7 @@ from .cards import (
     figure,
     launch_traced,
 )
-from .figure import escape, replay_us
+from .figure import HOVER_LINE, escape, hover_text, replay_us
 from .groups import GROUP
 
 #: Above this many bars in a row, the row is drawn with WebGL.
@@ -127,8 +127,11 @@ def _drawn(
     clock = f" {row.clock}" if row.clock else ""
 
     def one(i: int) -> tuple[float, float, str | None, str]:
-        text = f"{labels[i]}: {ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us{clock}"
-        return starts[i], ends[i], keys[i], escape(text)
+        # A long kernel name wraps (hover_text); its time stays whole on a line of its own.
+        when = f"{ends[i] - starts[i]:.2f} us at {starts[i]:.1f} us{clock}"
+        if len(labels[i]) + len(when) + 2 <= HOVER_LINE:
+            return starts[i], ends[i], keys[i], escape(f"{labels[i]}: {when}")
+        return starts[i], ends[i], keys[i], f"{hover_text(labels[i])}:<br>{escape(when)}"
 
     if hi - lo <= MAX_BARS:
         return [one(i) for i in range(lo, hi) if ends[i] >= x0], False
@@ -233,8 +236,8 @@ def zoom_window(relayout: dict[str, Any]) -> tuple[float, float] | Literal[False
     x0, x1 = relayout.get("xaxis.range[0]"), relayout.get("xaxis.range[1]")
     if x0 is None and isinstance(relayout.get("xaxis.range"), list):
         x0, x1 = relayout["xaxis.range"][:2]
-    if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x1 > x0:
-        return float(x0), float(x1)
+    if isinstance(x0, (int, float)) and isinstance(x1, (int, float)) and x1 > max(x0, 0):
+        return max(float(x0), 0.0), float(x1)  # nothing happens before 0
     return False
 
 
@@ -512,6 +515,8 @@ def build_timeline(
                 "call, the replay from its first node"
             },
             **({"range": list(window)} if window is not None else {}),
+            # Every row is measured from its own start: no zoom or pan goes before 0.
+            "minallowed": 0,
             "showgrid": True,
             "gridcolor": "#eee",
         },

@@ -681,16 +681,22 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import_trace(args: argparse.Namespace) -> int:
-    from .analysis.torch_trace import with_torch_trace
+    from .analysis.torch_trace import poor_join, with_torch_trace
     from .io import load, save
 
     paths.output_path(args.output)
     refuse_inputs(args.output, [args.bundle, args.trace])
     G = with_torch_trace(load(args.bundle), args.trace)
     parity = G.graph["parity"]
+    poor = poor_join(parity)
+    if poor is not None and not args.force:
+        raise GraphscopeError(
+            f"{args.trace} against {args.bundle}: {poor} Nothing written; --force writes "
+            "the bundle anyway"
+        )
     _say(
-        f"joined {parity['matched']} of {parity['eager_ops']} GPU ops of the profiler trace to "
-        f"the graph's {parity['graph_ops']}"
+        f"joined {parity['matched']:,} of {parity['eager_ops']:,} GPU ops of the profiler trace "
+        f"to the graph's {parity['graph_ops']:,}"
         + ("" if parity["ok"] else "; they differ: graphscope inspect shows how"),
         args.output,
     )
@@ -826,11 +832,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="use a PyTorch profiler trace of the eager step as a bundle's eager trace",
         description="Join a torch.profiler Chrome trace (export_chrome_trace, .json or "
         ".json.gz) of one eager step to a bundle's nodes and write a bundle whose eager "
-        "side (trace, summary, parity, per-node eager timing) comes from it.",
+        "side (trace, summary, parity, per-node eager timing) comes from it. A trace whose "
+        "GPU ops do not join the graph's (fewer than 90%% of them join with the same launch "
+        "configuration: a trace of another model or batch size) is refused and nothing is "
+        "written, unless --force is given.",
     )
     imported.add_argument("bundle", metavar="BUNDLE")
     imported.add_argument("trace", metavar="TRACE")
     imported.add_argument("-o", "--output", required=True, metavar="OUT")
+    imported.add_argument(
+        "--force",
+        action="store_true",
+        help="write the bundle even when the trace joins the graph poorly (another model's "
+        "trace): its eager figures then describe other work",
+    )
     imported.set_defaults(run=cmd_import_trace)
     convert = sub.add_parser(
         "convert",

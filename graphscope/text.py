@@ -26,13 +26,19 @@ def mib(value: float | None) -> str:
 
 
 def step_rows(r: StepReport) -> list[list[str]]:
-    """The eager-against-graph table of a step report: label, eager, graph."""
-    return [
-        ["step time", us(r.eager_step_us), us(r.replay_us)],
-        ["CPU launch time", us(r.eager_cpu_launch_us), us(r.replay_cpu_launch_us)],
-        ["GPU busy", us(r.eager_gpu_busy_us), us(r.replay_gpu_busy_us)],
-        ["GPU idle", us(r.eager_gpu_idle_us), "-"],
+    """The eager-against-graph table of a step report: label, eager, graph.
+
+    Untraced and traced figures sit on rows of their own: a traced step is longer, and its
+    GPU busy and idle time add up to its GPU span, not to the untraced step time."""
+    rows = [
+        ("step time, untraced", r.eager_step_us, r.replay_us),
+        ("step time, traced", r.eager_traced_step_us, r.replay_traced_us),
+        ("GPU span, traced", r.eager_gpu_span_us, r.replay_gpu_span_us),
+        ("  GPU busy", r.eager_gpu_busy_us, r.replay_gpu_busy_us),
+        ("  GPU idle", r.eager_gpu_idle_us, r.replay_gpu_idle_us),
+        ("CPU launch time", r.eager_cpu_launch_us, r.replay_cpu_launch_us),
     ]
+    return [[label, us(a), us(b)] for label, a, b in rows if a is not None or b is not None]
 
 
 def render_findings(found: list[dict[str, Any]], w: Write, details: int = 5) -> None:
@@ -40,7 +46,7 @@ def render_findings(found: list[dict[str, Any]], w: Write, details: int = 5) -> 
     if not found:
         w("  findings: none\n")
         return
-    w(f"  findings ({len(found)}):\n")
+    w(f"  findings ({len(found):,}):\n")
     for f in found:
         cost = f" ({us(f['cost_us'])} of replay)" if f.get("cost_us") else ""
         w(f"  [{f['severity']}] {f['code']}: {f['title']}{cost}\n")
@@ -49,40 +55,36 @@ def render_findings(found: list[dict[str, Any]], w: Write, details: int = 5) -> 
         for line in f["details"][:details]:
             w(f"      - {line}\n")
         if len(f["details"]) > details:
-            w(f"      ... {len(f['details']) - details} more (--json for all)\n")
+            w(f"      ... {len(f['details']) - details:,} more (--json for all)\n")
         if not f["details"]:
             nodes = f["nodes"]
             shown = ", ".join(nodes[:8]) + (
-                f", ... ({len(nodes)} in all)" if len(nodes) > 8 else ""
+                f", ... ({len(nodes):,} in all)" if len(nodes) > 8 else ""
             )
             w(f"      nodes: {shown}\n")
 
 
 def render_report(path: str, r: StepReport, w: Write) -> None:
     """The step report: what the graph saved, where replay time goes, how parallel it is."""
-    w(f"{path}: {r.nodes} nodes, {r.timed_nodes} timed in replay\n")
-    if r.eager_step_us is not None or r.replay_us is not None:
-        w("  eager step against graph replay\n")
-        rows = [
-            ("step time", r.eager_step_us, r.replay_us),
-            ("CPU launch time", r.eager_cpu_launch_us, r.replay_cpu_launch_us),
-            ("GPU busy", r.eager_gpu_busy_us, r.replay_gpu_busy_us),
-        ]
-        w(f"    {'':<18}{'eager':>12}{'graph':>12}\n")
-        for label, eager, graph in rows:
-            w(f"    {label:<18}{us(eager):>12}{us(graph):>12}\n")
-        if r.eager_gpu_idle_us is not None:
-            w(f"    {'GPU idle (eager)':<18}{us(r.eager_gpu_idle_us):>12}\n")
+    w(f"{path}: {r.nodes:,} nodes, {r.timed_nodes:,} timed in replay\n")
+    if r.has_step_timing:
+        source = f" ({r.timing_source})" if r.timing_source else ""
+        w(f"  eager step against graph replay{source}\n")
+        w(f"    {'':<22}{'eager':>12}{'graph':>12}\n")
+        for label, eager, graph in step_rows(r):
+            w(f"    {label:<22}{eager:>12}{graph:>12}\n")
+        if r.eager_step_us is None and r.eager_traced_step_us is None:
+            w("    no eager step in this file: the program's own steps were not timed apart\n")
         if r.speedup is not None:
             w(f"    speedup {r.speedup:.1f}x")
             if r.cpu_overhead_reduction_pct is not None:
                 w(f"; CPU launch overhead down {r.cpu_overhead_reduction_pct:.0f}%")
             w("\n")
-    else:
-        w("  no timing in this file (a DOT dump has none): capture it with graphscope capture\n")
+    elif r.untimed_reason:
+        w(f"  {r.untimed_reason}\n")
     if r.critical_path_us is not None:
         w(
-            f"  critical path: {len(r.critical_path)} nodes, {us(r.critical_path_us)} of "
+            f"  critical path: {len(r.critical_path):,} nodes, {us(r.critical_path_us)} of "
             f"{us(r.node_time_us)} node time"
         )
         if r.parallelism is not None:
@@ -101,11 +103,18 @@ def render_report(path: str, r: StepReport, w: Write) -> None:
             eager_text = f"  eager {us(n['eager_us'])}" if n.get("eager_us") is not None else ""
             module = f"  {n['module']}" if n.get("module") else ""
             w(f"    {us(n['median_us']):>9}  {n['node']:<18} {n['name']}{eager_text}{module}\n")
+    if r.module_totals:
+        w("  repeated modules, summed over their instances\n")
+        for m in r.module_totals:
+            w(
+                f"    {us(m['replay_us']):>9}  {m['share_pct']:5.1f}%  {m['nodes']:>6,} nodes  "
+                f"{m['module']}  ({m['instances']:,} of them, {us(m['per_instance_us'])} each)\n"
+            )
     if r.top_modules:
         w("  module groups by replay time\n")
         for m in r.top_modules:
             w(
-                f"    {us(m['replay_us']):>9}  {m['share_pct']:5.1f}%  {m['nodes']:>4} nodes  "
+                f"    {us(m['replay_us']):>9}  {m['share_pct']:5.1f}%  {m['nodes']:>6,} nodes  "
                 f"{m['module']}\n"
             )
     render_findings(r.findings, w)
@@ -115,8 +124,8 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
     """What changed from A to B, and whether an executable of A can be updated with B."""
     w(f"A: {a}\nB: {b}\n")
     w(
-        f"  {d.matched} nodes matched, {len(d.added)} added in B, {len(d.removed)} removed "
-        f"from A; {len(d.edges_added)} edges added, {len(d.edges_removed)} removed\n"
+        f"  {d.matched:,} nodes matched, {len(d.added):,} added in B, {len(d.removed):,} removed "
+        f"from A; {len(d.edges_added):,} edges added, {len(d.edges_removed):,} removed\n"
     )
     if d.replay_a_us is not None and d.replay_b_us is not None:
         delta = d.replay_b_us - d.replay_a_us
@@ -125,7 +134,7 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
     config = [c for c in d.changed if c.fields]
     args_only = [c for c in d.changed if not c.fields]
     if config:
-        w(f"  changed parameters ({len(config)} nodes)\n")
+        w(f"  changed parameters ({len(config):,} nodes)\n")
         for c in config[:top]:
             # A changed kernel shows as its names in A and B (c.kernels), not as mangled names.
             fields = {k: v for k, v in c.fields.items() if k != "name"}
@@ -133,15 +142,15 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
             changes += [f"{k} {_short(x)} -> {_short(y)}" for k, (x, y) in fields.items()]
             w(f"    {c.a} -> {c.b}  {'' if c.kernels else c.name + ': '}{'; '.join(changes)}\n")
         if len(config) > top:
-            w(f"    ... {len(config) - top} more (--json for all)\n")
+            w(f"    ... {len(config) - top:,} more (--json for all)\n")
     if args_only:
         w(
-            f"  {len(args_only)} nodes differ only in argument values (buffer addresses and "
+            f"  {len(args_only):,} nodes differ only in argument values (buffer addresses and "
             "scalars of the new capture)\n"
         )
     for label, keys in (("added in B", d.added), ("removed from A", d.removed)):
         if keys:
-            shown = ", ".join(keys[:8]) + (f", ... ({len(keys)} in all)" if len(keys) > 8 else "")
+            shown = ", ".join(keys[:8]) + (f", ... ({len(keys):,} in all)" if len(keys) > 8 else "")
             w(f"  {label}: {shown}\n")
     timed = [c for c in d.timing if c.delta_us is not None]
     if timed:
@@ -156,7 +165,7 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
         if v.ok:
             w(
                 f"  cudaGraphExecUpdate: B can update an executable graph of A in place "
-                f"({v.paired} node pairs checked)\n"
+                f"({v.paired:,} node pairs checked)\n"
             )
         else:
             w(f"  cudaGraphExecUpdate: B cannot update an executable graph of A ({v.result}):\n")
@@ -184,7 +193,7 @@ def render_buckets(path: str, r: BucketReport, w: Write) -> None:
     for b in r.buckets:
         w(
             f"    {b.batch_size:>5}  {us(b.replay_us):>9}  {us(b.per_sequence_us):>9}  "
-            f"{b.nodes:>6}  {mib(b.graph_pool_bytes):>10}  {us(b.eager_step_us):>9}\n"
+            f"{b.nodes:>6,}  {mib(b.graph_pool_bytes):>10}  {us(b.eager_step_us):>9}\n"
         )
     c = r.captured
     w(
@@ -234,7 +243,7 @@ def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int
             f"   outside graphs {r.eager_share_pct:.0f}%" if r.eager_share_pct is not None else ""
         )
         w(
-            f"{r.label}  {r.status}   graphs {r.graphs}   replays {_count(r.replays)}   "
+            f"{r.label}  {r.status}   graphs {_count(r.graphs)}   replays {_count(r.replays)}   "
             f"pools {mib(r.pool_bytes)}{share}\n"
         )
         if r.rows:
@@ -252,7 +261,7 @@ def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int
                 f"{us(row['replay_us']):>9} {share_text:>6} {pool:>10}  {'; '.join(history(row))}\n"
             )
         if len(r.rows) > top:
-            w(f"    ... {len(r.rows) - top} more (--json for all)\n")
+            w(f"    ... {len(r.rows) - top:,} more (--json for all)\n")
         for note in r.notes:
             w(f"  [{note.severity}] {note.code}: {note.title}\n")
             for line in note.details[:5]:
@@ -283,7 +292,7 @@ def render_lifecycle(graphs: list[dict[str, Any]], w: Write) -> None:
         use = f"replayed {g.get('replays', 0):,} times"
         if g.get("replay_us") is not None:
             use += (
-                f"; {timed} traced: {us(g['replay_us'])} on the GPU, launch call "
+                f"; {timed:,} traced: {us(g['replay_us'])} on the GPU, launch call "
                 f"{us(g.get('cpu_launch_us'))} on the CPU (medians)"
             )
         parts.append(use)
@@ -321,18 +330,18 @@ def _render_timing(s: dict[str, Any], w: Write) -> None:
     parity = s.get("parity")
     if parity:
         if parity["ok"]:
-            w(f"  parity: eager and graph run the same {parity['matched']} GPU ops\n")
+            w(f"  parity: eager and graph run the same {parity['matched']:,} GPU ops\n")
         else:
             diffs = parity["differences"]
-            w(f"  parity: {len(diffs)} differences between the eager step and the graph\n")
+            w(f"  parity: {len(diffs):,} differences between the eager step and the graph\n")
             for line in diffs[:10]:
                 w(f"    {line}\n")
             if len(diffs) > 10:
-                w(f"    ... {len(diffs) - 10} more (--json for all)\n")
+                w(f"    ... {len(diffs) - 10:,} more (--json for all)\n")
     if s.get("attributed_nodes"):
         w(
-            f"  attribution: {s['attributed_nodes']} of {s['nodes']} nodes labelled, "
-            f"{s['attributed_with_module']} inside a module, {s['attributed_with_op']} with an "
+            f"  attribution: {s['attributed_nodes']:,} of {s['nodes']:,} nodes labelled, "
+            f"{s['attributed_with_module']:,} inside a module, {s['attributed_with_op']:,} with an "
             "aten op\n"
         )
 
@@ -342,8 +351,8 @@ def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> Non
     kind = {"dot": "DOT", "bundle": "graphscope bundle"}.get(s.get("format", ""), "?")
     w(f"{path}  ({kind})\n")
     w(
-        f"  nodes {s['nodes']}   edges {s['edges']}   graphs {len(s['graphs'])}"
-        f"   depth {s['depth']}   widest level {s['widest_level']}\n"
+        f"  nodes {s['nodes']:,}   edges {s['edges']:,}   graphs {len(s['graphs']):,}"
+        f"   depth {s['depth']:,}   widest level {s['widest_level']:,}\n"
     )
     if not s["nodes"]:
         w("  an empty graph: no nodes (torch.compile's CUDA graph trees make one first)\n")
@@ -353,10 +362,10 @@ def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> Non
     if nested:
         w(f"  nested graphs ({len(nested)}):\n")
         for g in nested:
-            w(f"    graph_{g['graph_id']}  in {g['parent']}  {g['nodes']} nodes\n")
+            w(f"    graph_{g['graph_id']}  in {g['parent']}  {g['nodes']:,} nodes\n")
     if s["timed_nodes"]:
         w(
-            f"  replay: {s['timed_nodes']} nodes timed, node times add up to "
+            f"  replay: {s['timed_nodes']:,} nodes timed, node times add up to "
             f"{us(s['replay_node_time_us'])}\n"
         )
     _render_timing(s, w)
@@ -364,7 +373,7 @@ def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> Non
     if not kernels:
         return
     order = "replay time" if s["timed_nodes"] else "count"
-    w(f"  kernels: {len(kernels)} distinct, by {order}\n")
+    w(f"  kernels: {len(kernels):,} distinct, by {order}\n")
     w(f"    {'count':>5}  {'replay':>9}  {'grid':>10} {'block':>10} {'smem':>6}  name\n")
     for k in kernels[:top]:
         configs = k["launch_configs"]
@@ -374,8 +383,8 @@ def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> Non
         smem = str(first["shared_mem"]) if first else "-"
         more = f"  (+{len(configs) - 1} configs)" if len(configs) > 1 else ""
         w(
-            f"    {k['count']:>5}  {us(k['replay_us']):>9}  {grid:>10} {block:>10} {smem:>6}"
+            f"    {k['count']:>5,}  {us(k['replay_us']):>9}  {grid:>10} {block:>10} {smem:>6}"
             f"  {k['short_name']}{more}\n"
         )
     if len(kernels) > top:
-        w(f"    ... {len(kernels) - top} more (--top N, or --json for all)\n")
+        w(f"    ... {len(kernels) - top:,} more (--top N, or --json for all)\n")

@@ -546,7 +546,7 @@ def test_a_buffer_search_finds_every_node_touching_it() -> None:
     # The panel's buffer cells are the links that start this search.
     panel = node_panel(G, found[0])
     ids = [getattr(c, "id", None) for c in walk(panel)]
-    assert {"type": "buffer", "name": weight} in ids
+    assert any(isinstance(i, dict) and i["type"] == "buffer" and i["name"] == weight for i in ids)
     assert search_nodes(G, BUFFER_SEARCH + "no such buffer") == (
         [],
         "no node touches 'no such buffer'",
@@ -593,3 +593,57 @@ def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked()
     (link,) = _buttons([diagnosis])
     assert link.children == "g8"
     assert registry.load(link.id["source"]).graph.graph["recording"]["id"] == "g8"
+
+
+def test_hover_labels_wrap_long_kernel_names() -> None:
+    from graphscope.app.figure import HOVER_LINE
+
+    G = graphscope.load(ROOT / "samples" / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    hovers = [h for texts in node_hovers(G).values() for h in texts]
+    name = G.nodes["graph_7_node_65"]["short_name"]
+    assert len(name) > 300
+    [long] = [h for h in hovers if "graph_7_node_65" in h]
+    lines = long.split("<br>")
+    unescaped = [x.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") for x in lines]
+    assert len(lines) > 3 and all(len(x) <= HOVER_LINE for x in unescaped)
+    assert "".join(unescaped).startswith(name)  # the whole name, cut into lines
+    assert all(len(x) <= HOVER_LINE for h in hovers for x in h.split("<br>") if "&" not in x)
+
+
+def test_the_compare_tables_say_when_they_show_the_first_rows_only() -> None:
+    from graphscope.app.pages import compare_page
+
+    A = graphscope.load(ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz")
+    B = graphscope.load(ROOT / "samples" / "bundles" / "tiny-llama-b8.json.gz")
+    page = compare_page(A, B)
+    shown = shown_text(page)
+    assert "Changed parameters (130 nodes) The first 30 of 130 nodes." in shown
+    assert "The first 30 of 200 timed nodes, largest change first." in shown
+    assert "The first" not in shown_text(compare_page(A, B, top=500))
+
+
+def test_serve_prints_no_development_server_warning(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from werkzeug.serving import make_server
+
+    app = server.create_app([LLAMA], preload=False)
+    srv = make_server("127.0.0.1", 0, app.server)
+    try:
+        with caplog.at_level(logging.INFO, logger="werkzeug"):
+            srv.log_startup()
+            logging.getLogger("werkzeug").error("a real error")
+    finally:
+        srv.server_close()
+    assert "development server" not in caplog.text
+    assert f"Running on http://127.0.0.1:{srv.port}" in caplog.text
+    assert "a real error" in caplog.text
+
+
+def test_the_timeline_never_goes_before_zero() -> None:
+    from graphscope.app.timeline import build_timeline, zoom_window
+
+    G = graphscope.load(LLAMA)
+    assert build_timeline(G).layout.xaxis.minallowed == 0
+    assert zoom_window({"xaxis.range": [-300.0, 200.0]}) == (0.0, 200.0)
+    assert zoom_window({"xaxis.range[0]": -5.0, "xaxis.range[1]": -1.0}) is False

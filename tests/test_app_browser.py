@@ -48,6 +48,11 @@ _LABELS_IN_VIEW = (
 )
 
 
+def _script_errors(driver: Any) -> list[str]:
+    """The errors the page's scripts logged since the last call."""
+    return [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+
+
 def _wait(driver: Any, css: str, timeout: float = 20) -> Any:
     return WebDriverWait(
         driver, timeout, ignored_exceptions=[StaleElementReferenceException]
@@ -120,10 +125,15 @@ def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: 
     bad.write_text('{"nodes": [1, 2')
     url, server = serve_in_thread([bad, BUNDLES / "tiny-gpt-b1.json.gz"])
     try:
+        browser.get_log("browser")  # what earlier tests left
         browser.get(url)
         WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: "broken.json" in d.find_element(By.ID, "load-error").text
         )
+        # The page's scripts find no DAG to draw on, and say nothing of it (dag-events.js
+        # read the empty plot's data: a TypeError twice on every such page).
+        time.sleep(0.5)  # its watch runs every 200 ms
+        assert _script_errors(browser) == []
         # Pick the good file from the list: the page still works.
         browser.find_element(By.CSS_SELECTOR, "#source").click()
 
@@ -160,6 +170,13 @@ def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
         ActionChains(browser).move_to_element(widest).pause(0.3).click().perform()
         title = _wait(browser, "#node-title")
         assert title.text and "eager duration" in browser.find_element(By.ID, "node-timing").text
+        # Zoomed out past the start, the axis stops at 0: no time runs before a row starts.
+        start = browser.execute_script(
+            "const gd = document.querySelector('#timeline .js-plotly-plot');"
+            "return window.Plotly.relayout(gd, {'xaxis.range': [-300, 200]})"
+            ".then(() => gd._fullLayout.xaxis.range[0]);"
+        )
+        assert start == 0
     finally:
         server.shutdown()
 
@@ -234,7 +251,9 @@ def test_a_dropped_file_opens_and_a_bad_one_shows_its_error(browser: Any, tmp_pa
     try:
         browser.get(url)
         _wait(browser, "#dag .scatterlayer .trace .points path")
-        picker = browser.find_element(By.CSS_SELECTOR, "#upload input[type=file]")
+        # Dash loads the upload box's script after the page (async-upload.js): its input is
+        # there once that has run, not when the DAG is.
+        picker = _wait(browser, "#upload input[type=file]")
         picker.send_keys(str(BUNDLES / "tiny-gpt-parallel-b1.json.gz"))
         WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: (
@@ -246,7 +265,7 @@ def test_a_dropped_file_opens_and_a_bad_one_shows_its_error(browser: Any, tmp_pa
         )  # the uploaded graph is drawn
         bad = tmp_path / "cut.json.gz"
         bad.write_bytes((BUNDLES / "tiny-gpt-b1.json.gz").read_bytes()[:3000])
-        picker = browser.find_element(By.CSS_SELECTOR, "#upload input[type=file]")
+        picker = _wait(browser, "#upload input[type=file]")
         picker.send_keys(str(bad))
         error = _wait(browser, "#load-error")
         assert error.text.startswith("cut.json.gz") and "\n" not in error.text
@@ -440,8 +459,18 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
         )
         before = browser.execute_script(_RANGES)
         search = browser.find_element(By.ID, "search")
-        search.send_keys("sdpa", Keys.ENTER)
+        assert "as you type" in (search.get_attribute("placeholder") or "")
+        search.send_keys("no-such-kernel")  # no Enter: it searches once typing pauses
+        wait.until(lambda d: _text(d, "match-count") == "no match")
+        search.send_keys(Keys.CONTROL, "a")
+        search.send_keys("sdpa")
         wait.until(lambda d: _text(d, "match-count") == "224 matches")
+        [legend] = [
+            t
+            for t in browser.find_elements(By.CSS_SELECTOR, "#dag .legendtext")
+            if t.text.startswith("matches")
+        ]
+        assert legend.text == "matches (224)"  # as the count says, folded ones too
         browser.find_element(By.ID, "next").click()
         wait.until(lambda d: _text(d, "match-count") == "1 of 224")
         browser.find_element(By.ID, "next").click()
@@ -520,6 +549,9 @@ def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: An
         wait.until(lambda d: minimap.value_of_css_property("visibility") == "hidden")
         browser.find_element(By.ID, "expand-all").click()
         wait.until(lambda d: minimap.value_of_css_property("visibility") == "visible")
+        # In a margin of its own, right of the plot area: no node is ever under it.
+        area = browser.find_element(By.CSS_SELECTOR, "#dag .nsewdrag").rect
+        wait.until(lambda d: minimap.rect["x"] >= area["x"] + area["width"])
         (x0, x1), (y_low, y_high) = browser.execute_script(_RANGES)
         assert y_high == -1 and y_low < 100  # the first rows of ~450, not all of them
         # The rectangle the page draws over the minimap is the view.
@@ -547,8 +579,8 @@ def test_a_large_graph_expanded_has_a_minimap_and_labels_once_zoomed(browser: An
         browser.execute_script(
             "const gd = document.querySelector('#dag .js-plotly-plot');"
             "const [a, b] = gd._fullLayout.xaxis.range, [c, e] = gd._fullLayout.yaxis.range;"
-            "window.Plotly.relayout(gd, {'xaxis.range': [a, a + (b - a) / 3],"
-            " 'yaxis.range': [e + (c - e) / 3, e]});"
+            "window.Plotly.relayout(gd, {'xaxis.range': [a, a + (b - a) / 4],"
+            " 'yaxis.range': [e + (c - e) / 4, e]});"
         )
         wait.until(lambda d: len(d.execute_script(_LABELS_IN_VIEW) or []) > 20)
         shown = browser.execute_script(_LABELS_IN_VIEW)
@@ -594,5 +626,74 @@ def test_a_buffer_clicked_in_the_panel_finds_every_node_that_touches_it(browser:
             "return t ? t.x.length : 0;"
         )
         assert found >= 1
+    finally:
+        server.shutdown()
+
+
+# The nodes drawn whose centre is under the minimap while it shows: a click there hit the
+# minimap and moved the view.
+_UNDER_MINIMAP = """
+const map = document.getElementById('minimap');
+if (getComputedStyle(map).visibility !== 'visible') return [];
+const m = map.getBoundingClientRect();
+return [...document.querySelectorAll('#dag .scatterlayer .trace .points path')]
+  .map(p => p.getBoundingClientRect())
+  .map(b => [b.x + b.width / 2, b.y + b.height / 2])
+  .filter(([x, y]) => x >= m.left && x <= m.right && y >= m.top && y <= m.bottom);
+"""
+
+
+@pytest.mark.parametrize("dump", ["stream-capture-misc", "torch-multistream"])
+def test_no_node_of_a_small_graph_is_under_the_minimap(browser: Any, dump: str) -> None:
+    url, server = serve_in_thread([BUNDLES.parent / "dot" / dump / "flags-verbose.dot"])
+    try:
+        browser.get(url)
+        _wait(browser, "#dag .scatterlayer .trace .points path")
+        time.sleep(0.5)  # the page places the minimap on its 200 ms watch
+        assert browser.execute_script(_UNDER_MINIMAP) == []
+        # Zoomed in, it still keeps off the nodes.
+        browser.execute_script(
+            "const gd = document.querySelector('#dag .js-plotly-plot');"
+            "const [a, b] = gd._fullLayout.xaxis.range;"
+            "window.Plotly.relayout(gd, {'xaxis.range': [a, a + (b - a) / 2]});"
+        )
+        time.sleep(0.5)
+        assert browser.execute_script(_UNDER_MINIMAP) == []
+    finally:
+        server.shutdown()
+
+
+def test_a_long_kernel_name_stays_within_the_panel_and_its_hover(browser: Any) -> None:
+    """A 328-character templated kernel: the panel's title wraps (three lines, the rest on
+    hover) and adds no sideways scrollbar; its hover label is a few lines, not a row wide."""
+    G = graphscope.load(BUNDLES.parent / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    name = G.nodes["graph_7_node_65"]["short_name"]
+    url, server = serve_in_thread(
+        [BUNDLES.parent / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz"]
+    )
+    try:
+        browser.get(url + "?file=f0&node=graph_7_node_65")  # a page that once failed (ids)
+        title = _wait(browser, "#node-title")
+        assert title.get_attribute("title") == name
+        panel = browser.find_element(By.ID, "node-panel")
+        assert browser.execute_script(
+            "const p = arguments[0]; return p.scrollWidth <= p.clientWidth;", panel
+        )
+        assert title.rect["width"] <= panel.rect["width"]
+        # The hover label of the node, on its ring's place.
+        WebDriverWait(browser, 20).until(
+            lambda d: d.execute_script(
+                "const gd = document.querySelector('#dag .js-plotly-plot');"
+                "return gd.data[1].hovertext && gd.data[1].hovertext.length > 20;"
+            )
+        )
+        ring = _wait(browser, "#dag svg.gs-labels circle.gs-ring")
+        ActionChains(browser).move_to_element(ring).pause(0.4).perform()
+        label = _wait(browser, "#dag .hoverlayer .hovertext")
+        dag = browser.find_element(By.CSS_SELECTOR, "#dag .nsewdrag").rect
+        assert "graph_7_node_65" in label.text
+        assert label.rect["width"] < dag["width"] * 0.75
+        os.makedirs("/tmp/shots", exist_ok=True)
+        browser.save_screenshot("/tmp/shots/long-kernel-name.png")
     finally:
         server.shutdown()

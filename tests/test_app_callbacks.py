@@ -198,6 +198,48 @@ def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     )
 
 
+def test_a_search_says_no_match_and_its_legend_counts_what_it_found(view: ViewState) -> None:
+    assert callbacks.draw(view, LARGE, "type", "no-such-kernel", None, None).count == "no match"
+    assert callbacks.draw(view, LARGE, "type", "  ", None, None).count == ""
+    assert callbacks.draw(view, LARGE, "type", None, None, None).count == ""
+    # 224 matches, 223 of them folded into one square: the legend says 224, as the count does.
+    drawn = callbacks.draw(view, LARGE, "type", "sdpa", None, None)
+    [ring] = [t for t in drawn.figure.data if (t.name or "").startswith("matches")]
+    assert drawn.count == "224 matches" and ring.name == "matches (224)"
+    assert len(ring.customdata) < 224  # the rings themselves are on what is drawn
+
+
+def test_stepping_through_matches_shuts_what_the_last_step_opened(view: ViewState) -> None:
+    G = view.graph(LARGE)
+    assert G is not None
+    found, _ = view.matches(LARGE, G, "sdpa")
+    # The user opens the block of later layers by hand: no step shuts it.
+    opened = callbacks.interact(view, "dag-pick", source_id=LARGE, dag_click=_click("group:" + RUN))
+    grouping, selected = opened.grouping, found[0]
+    layers = []
+    for _ in range(4):
+        step = callbacks.interact(
+            view, "next", source_id=LARGE, search="sdpa", selected=selected, grouping=grouping
+        )
+        selected = step.selected
+        grouping = grouping if step.grouping is dash.no_update else step.grouping
+        layers.append({g for g in grouping["toggled"] if g.startswith("model.layers.")})
+        keys = _drawn_keys(callbacks.draw(view, LARGE, "type", "sdpa", grouping, selected).figure)
+        assert selected in keys
+    # Each step opened its own layer and shut the last one's: one layer open at a time.
+    assert [sorted(layer) for layer in layers] == [
+        [f"model.layers.{i}", f"model.layers.{i}.self_attn"] for i in (1, 2, 3, 4)
+    ]
+    assert RUN in grouping["toggled"]
+    back = callbacks.interact(
+        view, "prev", source_id=LARGE, search="sdpa", selected=selected, grouping=grouping
+    )
+    assert {g for g in back.grouping["toggled"] if g.startswith("model.layers.")} == {
+        "model.layers.3",
+        "model.layers.3.self_attn",
+    }
+
+
 def test_a_buffer_clicked_in_the_panel_searches_the_nodes_that_touch_it(
     view: ViewState,
 ) -> None:

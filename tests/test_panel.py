@@ -248,7 +248,7 @@ def test_the_tiny_llama_embedding_kernel_names_its_buffers(llama: nx.DiGraph) ->
     # A long dotted name may wrap after its colon and dots (<wbr>), never inside a word.
     name = _rows(node_panel(llama, "graph_1_node_0"), "node-buffers")[2][3]
     link = name.children  # a link that finds every node touching the buffer
-    assert link.id == {"type": "buffer", "name": "param:model.embed_tokens.weight"}
+    assert link.id == {"type": "buffer", "name": "param:model.embed_tokens.weight", "at": 2}
     pieces = [c if isinstance(c, str) else "|" for c in walk(link.children)]
     assert pieces == ["param:", "|", "model.", "|", "embed_tokens.", "|", "weight"]
 
@@ -327,3 +327,34 @@ def test_a_pointer_entry_without_its_address_does_not_break_the_panel(llama: nx.
     copy = _node(G, "MEMCPY")
     assert _text(node_panel(G, copy))  # the copy's panel looks its addresses up among kernels
     assert "param:w" in _text(node_panel(G, kernel))
+
+
+def test_a_kernel_name_that_is_one_text_is_shown_once(llama: nx.DiGraph, samples: Path) -> None:
+    # An nvjet kernel: its short, demangled and mangled names are one text.
+    rows = _rows(node_panel(llama, "graph_1_node_26"), "node-launch")
+    names = [r for r in rows if r[1] == "nvjet_sm90_hsh_8x64_64x16_4x1_v_bz_TNN"]
+    assert names == [["kernel, demangled, mangled", "nvjet_sm90_hsh_8x64_64x16_4x1_v_bz_TNN"]]
+    # A templated kernel's three names differ: three rows.
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    labels = [r[0] for r in _rows(node_panel(G, "graph_7_node_65"), "node-launch")]
+    assert labels[:3] == ["kernel", "demangled", "mangled"]
+
+
+def test_a_long_kernel_name_titles_the_panel_whole_on_hover(samples: Path) -> None:
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    title = _by_id(node_panel(G, "graph_7_node_65"), "node-title")
+    assert len(title.children) > 300 and title.title == title.children
+
+
+def test_every_buffer_link_of_a_panel_has_its_own_id(samples: Path) -> None:
+    # Two of this kernel's arguments point into one segment: two links to it, and ids alike
+    # made Dash refuse the page opened at this node (?node=graph_7_node_65).
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    links = [
+        c.id
+        for c in walk(node_panel(G, "graph_7_node_65"))
+        if isinstance(getattr(c, "id", None), dict) and c.id.get("type") == "buffer"
+    ]
+    names = [link["name"] for link in links]
+    assert len(set(names)) < len(names)  # a name twice
+    assert len({(link["name"], link["at"]) for link in links}) == len(links)

@@ -17,7 +17,9 @@
 //    (figure._edges): Plotly's arrow markers were most of what was left, and the zoom is now
 //    84 ms. The layer follows a drag as it moves (plotly_relayouting).
 // 3. The minimap (figure.minimap) shows the DAG's view as a rectangle over the whole graph; a
-//    click on it centres the view there, at the same zoom (found here, as a DAG click is).
+//    click on it centres the view there, at the same zoom (found here, as a DAG click is). A
+//    graph that opens whole has none; one that opens in part has it in the DAG's right
+//    margin, kept for it (layout.meta.minimap): over the plot it hid nodes and took their clicks.
 // 4. A click on the DAG is answered here: the node under the pointer goes to the `dag-pick`
 //    store, shaped as Plotly's click data, for the server's callback. The figure's clickmode
 //    is "none" in the page: Plotly's click searched for the point again (a hover pass, and
@@ -65,7 +67,8 @@
 
   function drawLabels(gd) {
     const full = gd._fullLayout;
-    if (!full || !full.xaxis || !gd._fullData) return;
+    // No data: the empty figure of a file that failed to load.
+    if (!full || !full.xaxis || !gd._fullData || !Array.isArray(gd.data)) return;
     const layer = labelLayer(gd);
     if (!layer) return;
     const xa = full.xaxis, ya = full.yaxis;
@@ -153,7 +156,7 @@
     const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
     // Linear axes: a pixel is _m * value + _b (Plotly's own l2p), inlined for 100,000 points.
     const [mx, bx, my, by] = [xa._m, xa._b, ya._m, ya._b];
-    if (![mx, bx, my, by].every(Number.isFinite)) return null;
+    if (![mx, bx, my, by].every(Number.isFinite) || !Array.isArray(gd.data)) return null;
     let best = null, bestDistance = Infinity;
     gd._fullData.forEach((full, i) => {
       const t = gd.data[i];
@@ -246,11 +249,12 @@
     const box = viewBox(mm);
     if (!box) return;
     const [x0, x1] = gd._fullLayout.xaxis.range, [y0, y1] = gd._fullLayout.yaxis.range;
-    // Shown only while part of the graph is out of view: over a whole graph it hides nodes.
-    const [mx0, mx1] = full.xaxis.range, [my1, my0] = full.yaxis.range;
-    const whole = Math.min(x0, x1) <= mx0 && Math.max(x0, x1) >= mx1 &&
-      Math.min(y0, y1) <= my0 && Math.max(y0, y1) >= my1;
-    document.getElementById('minimap').style.visibility = whole ? 'hidden' : 'visible';
+    // Only for a graph that opens in part (layout.meta.minimap, figure.build_figure), and
+    // then in the margin the DAG keeps for it, level with the plot's top: never over a node.
+    const holder = document.getElementById('minimap');
+    const mapped = !!(gd._fullLayout.meta && gd._fullLayout.meta.minimap);
+    holder.style.visibility = mapped ? 'visible' : 'hidden';
+    holder.style.top = gd._fullLayout.yaxis._offset + 'px';
     const xa = full.xaxis, ya = full.yaxis;
     const clip = (v, length) => Math.max(0, Math.min(length, v));
     const [left, right] = [xa.l2p(x0), xa.l2p(x1)].map((v) => clip(v, xa._length)).sort((a, b) => a - b);

@@ -16,6 +16,7 @@ import networkx as nx
 from ..io import bulk
 from ..model import creation_order, display_name, origin_of, replay_median
 from .summary import parity_lines
+from .timing import step_timing
 
 #: Copies and memsets up to this many bytes count as tiny (chains of them are a finding).
 TINY_BYTES = 64 * 1024
@@ -120,7 +121,7 @@ def host_nodes(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "host-node",
             "warning",
-            f"{len(keys)} host node(s) in the replayed step",
+            f"{len(keys):,} host node(s) in the replayed step",
             keys,
             "A host node runs a CPU function inside the replay: the GPU work after it waits "
             "until a driver thread has run it, a round trip of tens of microseconds that the "
@@ -156,7 +157,7 @@ def pageable_copies(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "pageable-copy",
             "warning",
-            f"{len(keys)} copy node(s) to or from pageable host memory",
+            f"{len(keys):,} copy node(s) to or from pageable host memory",
             keys,
             "The driver cannot copy pageable memory asynchronously: it stages the copy "
             "through a pinned buffer, so the copy is slower and holds up the work after it.",
@@ -208,7 +209,7 @@ def short_kernels(G: nx.DiGraph, index: Index) -> list[Finding]:
         key=lambda run: -sum(short[k] for k in run),
     )
     details = [
-        f"{_module(G.nodes[run[0]]) or 'no module'}: {len(run)} in a row, "
+        f"{_module(G.nodes[run[0]]) or 'no module'}: {len(run):,} in a row, "
         f"{sum(short[k] for k in run):.1f} us: "
         + ", ".join(_op(G.nodes[k]) for k in run[:8])
         + (", ..." if len(run) > 8 else "")
@@ -219,7 +220,7 @@ def short_kernels(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "short-kernel",
             "info",
-            f"{len(short)} of {kernels} kernels run shorter than their eager launch call"
+            f"{len(short):,} of {kernels:,} kernels run shorter than their eager launch call"
             + launch_text,
             index.ordered(short),
             "The graph removes their launch cost, but each still costs a scheduling slot on "
@@ -276,7 +277,7 @@ def tiny_copy_chains(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "tiny-copy-chain",
             "info",
-            f"{len(runs)} chain(s) of {MIN_RUN} or more small copies or memsets",
+            f"{len(runs):,} chain(s) of {MIN_RUN} or more small copies or memsets",
             keys,
             f"Copies and memsets of at most {TINY_BYTES // 1024} KiB each, one after another: "
             "each is a separate node with its own start-up cost on a copy engine or the SMs, "
@@ -285,7 +286,7 @@ def tiny_copy_chains(G: nx.DiGraph, index: Index) -> list[Finding]:
             "kernel that consumes it.",
             cost_us=sum(replay_median(G.nodes[k]) or 0.0 for k in keys) or None,
             details=[
-                f"{len(run)} nodes: " + ", ".join(f"{k} ({_bytes(G.nodes[k])} B)" for k in run)
+                f"{len(run):,} nodes: " + ", ".join(f"{k} ({_bytes(G.nodes[k]):,} B)" for k in run)
                 for run in runs
             ],
         )
@@ -383,7 +384,7 @@ def serialised_work(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "serialised-independent-work",
             "info",
-            f"{len(groups)} run(s) of kernels that may be independent but wait for each other",
+            f"{len(groups):,} run(s) of kernels that may be independent but wait for each other",
             keys,
             "Each kernel of a run is the same op in a sibling module and depends on the one "
             "before (they were captured on one stream), yet none passes a pointer to the "
@@ -413,7 +414,7 @@ def allocation_nodes(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "allocation-node",
             "warning",
-            f"{len(keys)} memory allocation or free node(s) inside the step",
+            f"{len(keys):,} memory allocation or free node(s) inside the step",
             keys,
             "The graph allocates and frees on every replay: the memory stays reserved for the "
             "graph's lifetime, the graph cannot be cloned (cudaGraphClone fails, 801), and "
@@ -422,7 +423,7 @@ def allocation_nodes(G: nx.DiGraph, index: Index) -> list[Finding]:
             "discipline); cudaMallocAsync inside the captured region is what makes these.",
             details=[
                 f"{k}: {G.nodes[k]['type']}"
-                + (f" {G.nodes[k]['bytes']} bytes" if G.nodes[k].get("bytes") else "")
+                + (f" {G.nodes[k]['bytes']:,} bytes" if G.nodes[k].get("bytes") else "")
                 for k in keys
             ],
         )
@@ -440,7 +441,7 @@ def parity_mismatches(G: nx.DiGraph, index: Index) -> list[Finding]:
         Finding(
             "parity-mismatch",
             "warning",
-            f"the graph and the eager step differ ({len(lines)} difference(s))",
+            f"the graph and the eager step differ ({len(lines):,} difference(s))",
             index.ordered(set(keys)),
             "The replayed graph does not launch what the eager step launches: a kernel chosen "
             "differently at capture (another GEMM, another launch configuration) or work that "
@@ -453,11 +454,67 @@ def parity_mismatches(G: nx.DiGraph, index: Index) -> list[Finding]:
     ]
 
 
+def launch_figures(G: nx.DiGraph) -> tuple[float | None, bool]:
+    """The graph launch call's CPU time in us, and whether it may be the traced one.
+
+    A recorded graph's ``recording.cpu_launch_us`` is the untraced median; ``timing`` held the
+    traced median in ``cpu_launch_us`` until ``cpu_launch_traced_us`` was kept beside it.
+    """
+    step = step_timing(G)
+    if step.recording.cpu_launch_us is not None:
+        return step.recording.cpu_launch_us, False
+    return step.timing.cpu_launch_us, step.timing.cpu_launch_traced_us is None
+
+
+def cpu_bound_launch(G: nx.DiGraph, index: Index) -> list[Finding]:
+    launch, maybe_traced = launch_figures(G)
+    timing = step_timing(G).timing
+    busy = timing.gpu_busy_us
+    if launch is None or not busy or launch < busy:
+        return []
+    extra = launch - busy
+    nodes = G.number_of_nodes()
+    details = [
+        f"launch call {launch:,.1f} us of CPU against {busy:,.1f} us of GPU busy time a "
+        f"replay (+{extra:,.1f} us, +{100 * extra / busy:.0f}%)",
+        f"{nodes:,} nodes: {launch / max(nodes, 1):.2f} us of CPU per node",
+    ]
+    if timing.replay_wall_us is not None:
+        details.append(
+            f"a loop of untraced replays ran at {timing.replay_wall_us:,.1f} us a replay"
+        )
+    if maybe_traced:
+        details.append(
+            "this bundle keeps no cpu_launch_traced_us: its launch time may be the traced one, "
+            "which CUPTI lengthens"
+        )
+    return [
+        Finding(
+            "cpu-bound-launch",
+            "warning",
+            f"the graph's launch call takes {launch:,.1f} us of CPU, {extra:,.1f} us "
+            f"({100 * extra / busy:.0f}%) more than the GPU is busy in a replay: the launch is "
+            "CPU-bound",
+            [],
+            "A replay cannot finish sooner than its launch call has handed the GPU its last "
+            "node: the GPU waits on the CPU, and replays back to back run no faster than one "
+            "launch call each, however fast their kernels are. The call's CPU time grows with "
+            "the node count.",
+            "Launch fewer nodes: fuse kernels (torch.compile, fused normalisation, rotary "
+            "embedding and QKV projections); a node costs launch time whether it runs 1 us or "
+            "100 us.",
+            cost_us=extra,
+            details=details,
+        )
+    ]
+
+
 RULES: tuple[Callable[[nx.DiGraph, Index], list[Finding]], ...] = (
     host_nodes,
     pageable_copies,
     allocation_nodes,
     parity_mismatches,
+    cpu_bound_launch,
     serialised_work,
     short_kernels,
     tiny_copy_chains,

@@ -34,6 +34,12 @@ _API = {"cuda_runtime": "runtime", "cuda_driver": "driver"}
 _GPU = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 _COPY_CODES = {kind: code for code, kind in COPY_KINDS.items()}
 _COPY_NAME = re.compile(r"Memcpy (\w+)")
+#: The least share of GPU ops (of the graph's or the trace's, whichever has more) that must
+#: join with the same launch configuration for a trace to stand as the graph's eager step.
+#: A trace of the same step joins all of them (tiny-llama b1: 212 of 212); of the same model at
+#: another batch size 39% (b1 against b8: 192 joined, 110 of them configured otherwise); of
+#: another model 15% (tiny-llama against tiny-gpt).
+MIN_JOINED = 0.9
 
 
 def read_torch_trace(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -122,6 +128,22 @@ def records_from_torch_trace(
                     record["copy_kind"] = _COPY_CODES.get(match.group(1), 0)
         records.append(record)
     return records
+
+
+def poor_join(parity: dict[str, Any]) -> str | None:
+    """Why the join ``parity`` (``join_eager``) describes is too poor for the trace to stand as
+    the graph's eager step, or None when it is good enough (``MIN_JOINED``)."""
+    matched, graph_ops, eager_ops = parity["matched"], parity["graph_ops"], parity["eager_ops"]
+    configured = matched - len({c["node"] for c in parity["config"]})
+    most = max(graph_ops, eager_ops)
+    if most == 0 or configured >= MIN_JOINED * most:
+        return None
+    return (
+        f"joins {matched:,} of its {eager_ops:,} GPU ops to the graph's {graph_ops:,}, "
+        f"{configured:,} with the same launch configuration ({100 * configured / most:.0f}%, "
+        f"under the {100 * MIN_JOINED:.0f}% needed): a trace of another model, batch size or "
+        "step?"
+    )
 
 
 def with_torch_trace(G: nx.DiGraph, path: str | os.PathLike[str]) -> nx.DiGraph:
