@@ -27,7 +27,7 @@ from .marks import mark_traces
 from .panel import node_panel, prepare
 from .placement import Layout
 from .search import match_count
-from .state import ViewState, default_grouping, drawn_as, opened_to
+from .state import ViewState, default_grouping, drawn_as, is_open, opened_to
 from .timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
 
 #: How much of the DAG a jump to a node shows around it, in node spacings and rows.
@@ -118,12 +118,14 @@ def draw(
     """
     source = view.registry.get(source_id)
     if source is None:
+        gone = view.registry.gone(source_id)
+        if gone is not None:
+            return Drawing(status=html.Div(gone, className="error", id="load-error"))
         message = "No graph to show: give files to graphscope serve, or drop one here."
         return Drawing(status=html.Div(message, className="muted"))
-    view.registry.load(source.id)
-    if source.error is not None or source.graph is None:
-        return Drawing(status=html.Div(source.error, className="error", id="load-error"))
-    G = source.graph
+    G, error = view.registry.graph_of(source.id)
+    if G is None:
+        return Drawing(status=html.Div(error, className="error", id="load-error"))
     found, warning = view.matches(source.id, G, search)
     notes: list[Any] = []
     if not has_timing(G):
@@ -149,16 +151,18 @@ def draw(
                 id="collapsed-note",
             )
         )
-    fig = build_figure(shown, lay, colour, ring, sorted({drawn(k) for k in found}), hover=False)
+    fig = build_figure(
+        shown, lay, colour, ring, sorted({drawn(k) for k in found}), hover=False, found=len(found)
+    )
     # The file compared with (``?compare=``, kept in the grouping state by ``page``): what
     # changed from it is ringed, before the selection ring, which stays the last trace.
     against = view.registry.get(grouping.get("compare")) if isinstance(grouping, dict) else None
     if against is not None and grouping.get("source") == source.id:
-        view.registry.load(against.id)
-        if against.graph is None:
-            notes.append(html.Div(f"compare: {against.error}", className="error"))
+        against_graph, against_error = view.registry.graph_of(against.id)
+        if against_graph is None:
+            notes.append(html.Div(f"compare: {against_error}", className="error"))
         else:
-            d = diff(against.graph, G)
+            d = diff(against_graph, G)
             marks = mark_traces(lay, d.added, pages.changed_keys(d), drawn)
             if marks:  # none for a file compared with itself (fig.data[-0:] is all of it)
                 # Plotly takes new traces only at the end, then any order of those it holds.
@@ -180,7 +184,7 @@ def draw(
         style={},
         status=notes,
         cards=card_divs(G),
-        count=match_count(found, key) if search else "",
+        count=match_count(found, key, searched=bool(search and search.strip())),
         rings={"dag": len(fig.data) - 1, "source": source.id, "colour": colour},
     )
 
@@ -290,6 +294,19 @@ def _choose(
         # Already in view: leave the grouping, and the figure, alone.
         return key, (dash.no_update if after is state else after), key
 
+    def step_to(key: str) -> tuple[Any, Any, Any]:
+        # The groups the last step opened shut again, those the user opened left open: a
+        # walk through 38 matches opened every group it passed, until the overview was
+        # cluttered with overlapping labels.
+        undone = opened_to(state, base, state.get("stepped", []), want=False)
+        chain = levels.get(key, [])
+        after = opened_to(undone, base, chain)
+        opened = [g for g in chain if is_open(after, base, g) and not is_open(undone, base, g)]
+        after = {**after, "stepped": opened}
+        if not opened:
+            del after["stepped"]
+        return key, (dash.no_update if after == state else after), key
+
     if trigger in ("collapse-all", "expand-all"):
         mode = "collapsed" if trigger == "collapse-all" else "expanded"
         return dash.no_update, {"source": source_id, "default": mode, "toggled": []}, None
@@ -298,7 +315,7 @@ def _choose(
             return _NOTHING
         step = 1 if trigger == "next" else -1
         index = matches.index(selected) + step if selected in matches else (0 if step > 0 else -1)
-        return show(matches[index % len(matches)])
+        return step_to(matches[index % len(matches)])
     if isinstance(trigger, dict) and trigger.get("type") in ("nav", "collapse"):
         pressed = nav_clicks if trigger["type"] == "nav" else collapse_clicks
         if not any(pressed):  # the links were just drawn, not clicked

@@ -46,10 +46,10 @@ def _analysis(view: ViewState, source_id: str | None, make: Callable[[nx.DiGraph
     source = view.registry.get(source_id)
     if source is None:
         return html.P("Pick a graph.", className="muted")
-    view.registry.load(source.id)
-    if source.error is not None or source.graph is None:
-        return html.Div(source.error, className="error")
-    return make(source.graph)
+    G, error = view.registry.graph_of(source.id)
+    if G is None:
+        return html.Div(error, className="error")
+    return make(G)
 
 
 def report(view: ViewState, page: str, source_id: str | None) -> Any:

@@ -3,19 +3,22 @@ callbacks.
 
 The page keeps its grouping as JSON in a store (``grouping``): ``{"source": id, "default":
 "overview" | "expanded" | "collapsed", "toggled": [groups]}``, plus ``"compare": id`` when the
-DAG marks a diff. A graph's expanded groups are those its default opens, with the toggled ones
-flipped. ``ViewState`` turns that into the graph drawn and its placement, each kept per file.
+DAG marks a diff and ``"stepped": [groups]``, those the last step through search matches
+opened (the next step shuts them). A graph's expanded groups are those its default opens,
+with the toggled ones flipped. ``ViewState`` turns that into the graph drawn and its
+placement, each kept per file.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 
@@ -34,6 +37,22 @@ VIEWS_KEPT = 9
 ROWS_KEPT = 5
 #: Searches kept (matches by file and search text): the draw and the steps through matches.
 SEARCHES_KEPT = 8
+#: Files whose groups (levels, all groups, overview) are kept: a long-running server is shown
+#: file after file, upload after upload, and kept them all.
+GROUPS_KEPT = 8
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def _kept(cache: dict[K, V], key: K, make: Callable[[], V], limit: int) -> V:
+    """``cache[key]``, made if missing; the oldest entry goes once ``limit`` are kept. Two
+    threads may both make an entry: each gets a correct one."""
+    if key not in cache:
+        if len(cache) >= limit:
+            with contextlib.suppress(RuntimeError, StopIteration, KeyError):
+                cache.pop(next(iter(cache)), None)
+        cache[key] = make()
+    return cache[key]
 
 
 #: How a grouping opens, before its toggles: the overview, every group open, or every one shut.
@@ -43,6 +62,11 @@ DEFAULTS = ("overview", "expanded", "collapsed")
 def default_grouping(source_id: str) -> dict[str, Any]:
     """How a graph opens: its overview (groups.overview), nothing toggled from it."""
     return {"source": source_id, "default": "overview", "toggled": []}
+
+
+def is_open(state: dict[str, Any], base: Set[str], group: str) -> bool:
+    """Whether ``group`` is open in grouping ``state``, whose default opens ``base``."""
+    return (group in base) != (group in state["toggled"])
 
 
 def opened_to(
@@ -100,6 +124,19 @@ class ViewState:
     _searches: dict[tuple[str, str], tuple[list[str], str | None]] = field(
         default_factory=dict, repr=False
     )
+
+    def __post_init__(self) -> None:
+        self.registry.let_go.append(self.forget)
+
+    def forget(self, source_id: str) -> None:
+        """Drop what was made from a source's graph: the registry let the graph go."""
+        by_source: list[dict[Any, Any]] = [self._levels, self._groups, self._overviews]
+        for cache in by_source:
+            cache.pop(source_id, None)
+        by_view: list[dict[Any, Any]] = [self._views, self._rows, self._searches]
+        for keyed in by_view:
+            for key in [k for k in list(keyed) if k[0] == source_id]:
+                keyed.pop(key, None)
 
     @classmethod
     def over(cls, paths: Iterable[str | Path] = ()) -> ViewState:
@@ -161,20 +198,21 @@ class ViewState:
         """The source's graph, read on first use; None for an unknown id or a failed file."""
         if source_id is None or self.registry.get(source_id) is None:
             return None
-        return self.registry.load(source_id).graph
+        return self.registry.graph_of(source_id)[0]
 
     def levels(self, source_id: str, G: nx.DiGraph) -> dict[str, list[str]]:
         """Each node's groups, outermost first (``groups.group_levels``)."""
-        if source_id not in self._levels:
-            self._levels[source_id] = group_levels(G)
-        return self._levels[source_id]
+        return _kept(self._levels, source_id, lambda: group_levels(G), GROUPS_KEPT)
 
     def groups(self, source_id: str, G: nx.DiGraph) -> frozenset[str]:
         """Every group of the source's graph. Kept: each click asks for them, and on the
         10,780-node sample making the set was 6 of a click's 8 ms in the server."""
-        if source_id not in self._groups:
-            self._groups[source_id] = frozenset(all_groups(self.levels(source_id, G)))
-        return self._groups[source_id]
+        return _kept(
+            self._groups,
+            source_id,
+            lambda: frozenset(all_groups(self.levels(source_id, G))),
+            GROUPS_KEPT,
+        )
 
     def base(self, source_id: str, G: nx.DiGraph, default: str) -> frozenset[str]:
         """The groups open before any toggle, for a grouping's ``default``."""
@@ -182,9 +220,12 @@ class ViewState:
             return frozenset()
         if default == "expanded":
             return self.groups(source_id, G)
-        if source_id not in self._overviews:
-            self._overviews[source_id] = frozenset(overview(self.levels(source_id, G)))
-        return self._overviews[source_id]
+        return _kept(
+            self._overviews,
+            source_id,
+            lambda: frozenset(overview(self.levels(source_id, G))),
+            GROUPS_KEPT,
+        )
 
     def grouping_of(self, source_id: str, grouping: Any) -> dict[str, Any]:
         """The page's grouping if it belongs to this source, else the source's default."""
@@ -203,34 +244,28 @@ class ViewState:
 
     def view(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> tuple[nx.DiGraph, Layout]:
         """The graph drawn with these groups expanded (the rest folded) and its placement."""
-        key = (source_id, frozenset(expanded))
-        if key not in self._views:
-            if len(self._views) >= VIEWS_KEPT:  # the oldest goes
-                self._views.pop(next(iter(self._views)), None)
+
+        def make() -> tuple[nx.DiGraph, Layout]:
             shown = collapsed(G, self.levels(source_id, G), expanded)
-            self._views[key] = (shown, layout(shown))
-        return self._views[key]
+            return shown, layout(shown)
+
+        return _kept(self._views, (source_id, frozenset(expanded)), make, VIEWS_KEPT)
 
     def matches(
         self, source_id: str, G: nx.DiGraph, text: str | None
     ) -> tuple[list[str], str | None]:
         """The nodes a search finds, in order, and its warning (``search.search_nodes``)."""
         key = (source_id, (text or "").strip())
-        if key not in self._searches:
-            if len(self._searches) >= SEARCHES_KEPT:
-                self._searches.pop(next(iter(self._searches)), None)
-            self._searches[key] = search_nodes(G, text)
-        return self._searches[key]
+        return _kept(self._searches, key, lambda: search_nodes(G, text), SEARCHES_KEPT)
 
     def rows(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> list[Row]:
         """The timeline's rows for this view."""
-        key = (source_id, frozenset(expanded))
-        if key not in self._rows:
-            if len(self._rows) >= ROWS_KEPT:
-                self._rows.pop(next(iter(self._rows)), None)
+
+        def make() -> list[Row]:
             shown, _ = self.view(source_id, G, expanded)
-            self._rows[key] = timeline_rows(G, shown)
-        return self._rows[key]
+            return timeline_rows(G, shown)
+
+        return _kept(self._rows, (source_id, frozenset(expanded)), make, ROWS_KEPT)
 
     def preload(self) -> None:
         """Read the first file and place its first view, so the first page is quick."""

@@ -346,3 +346,52 @@ def test_sources_added_from_many_threads_get_distinct_ids(tmp_path: Path) -> Non
     assert all(registry.sources[s.id] is s for s in added)
     labels = _labels(registry)
     assert len(set(labels)) == len(labels)
+
+
+def test_read_graphs_are_let_go_past_the_node_budget_and_read_again(tmp_path: Path) -> None:
+    # Issue 24: every graph read stayed in memory for the server's life.
+    registry = Registry(nodes_kept=300)  # tiny-llama b1 and b8 have 212 and 302 nodes
+    b1 = registry.add_path(LLAMA)
+    b8 = registry.add_path(SAMPLES / "bundles" / "tiny-llama-b8.json.gz")
+    held, error = registry.graph_of(b1.id)
+    assert held is not None and error is None and registry.kept() == [b1.id]
+    assert registry.graph_of(b8.id)[0] is not None
+    # b8 alone is over the budget but stays, the one just read; b1 is let go.
+    assert registry.kept() == [b8.id] and b1.graph is None
+    assert held.number_of_nodes() == 212  # a caller holding it keeps it whole
+    again, _ = registry.graph_of(b1.id)  # read again from its file
+    assert again is not None and again is not held and again.number_of_nodes() == 212
+    assert registry.kept() == [b1.id] and b8.graph is None
+
+
+def test_only_the_last_uploads_stay_listed_an_older_one_goes_with_its_file(
+    tmp_path: Path,
+) -> None:
+    from graphscope.app import callbacks
+    from graphscope.app.state import ViewState
+
+    folder = tmp_path / "up"
+    registry = Registry(uploads_kept=3)
+    registry.add_path(LLAMA)
+    payload = _upload(TORCH_OPS.read_bytes())
+    first = registry.add_upload("a.dot", payload, folder)
+    failed = registry.add_upload("b.dot", _upload(b"not a graph"), folder)
+    assert first.error is None and failed.error is not None
+    stored = first.path
+    assert stored.is_file()
+    later = [registry.add_upload("c.dot", payload, folder) for _ in range(2)]
+    ids = list(registry.sources)
+    assert first.id not in ids and failed.id in ids and all(s.id in ids for s in later)
+    assert not stored.exists() and len(list(folder.iterdir())) == 2  # the two c.dot kept
+    assert [s.label for s in registry.sources.values() if s.uploaded] == [
+        f"{FAILED}b.dot (uploaded)",
+        "c.dot (uploaded)",
+        "c.dot (uploaded 2)",
+    ]
+    assert registry.get(first.id) is None and registry.gone(LLAMA) is None
+    # A page still showing the upload that went says so, and what to do.
+    view = ViewState(registry=registry)
+    drawn = callbacks.draw(view, first.id, "type", None, None, None)
+    assert drawn.status.id == "load-error"
+    assert drawn.status.children == registry.gone(first.id)
+    assert "keeps the last 3 uploads" in drawn.status.children
