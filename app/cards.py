@@ -68,8 +68,9 @@ def busy_idle(G: nx.DiGraph) -> tuple[int, int, int] | None:
 def launch_traced(G: nx.DiGraph) -> tuple[str, float] | None:
     """The traced median CPU time of the graph's launch call: (its bundle field, us).
 
-    Capture stores the traced median as ``timing.cpu_launch_us``; ``graphscope record`` now
-    stores the untraced one there and the traced one as ``timing.cpu_launch_traced_us``.
+    Both ``capture`` and ``record`` keep the untraced median as ``timing.cpu_launch_us`` and
+    the traced one as ``timing.cpu_launch_traced_us``; bundles written before that keep only
+    the traced median, as ``timing.cpu_launch_us``.
     """
     for field in ("timing.cpu_launch_traced_us", "timing.cpu_launch_us"):
         value = figure(G, field)

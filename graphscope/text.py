@@ -36,7 +36,8 @@ def step_rows(r: StepReport) -> list[list[str]]:
         ("GPU span, traced", r.eager_gpu_span_us, r.replay_gpu_span_us),
         ("  GPU busy", r.eager_gpu_busy_us, r.replay_gpu_busy_us),
         ("  GPU idle", r.eager_gpu_idle_us, r.replay_gpu_idle_us),
-        ("CPU launch time", r.eager_cpu_launch_us, r.replay_cpu_launch_us),
+        ("CPU launch, traced", r.eager_cpu_launch_us, r.replay_cpu_launch_traced_us),
+        ("CPU launch, untraced", None, r.replay_cpu_launch_us),
     ]
     return [[label, us(a), us(b)] for label, a, b in rows if a is not None or b is not None]
 

@@ -54,18 +54,32 @@ def test_serve_says_in_one_line_that_a_host_is_no_address(
     assert "not an address to serve on" in line
 
 
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+#: A kernel name that would set the terminal's title and clear its screen, printed raw.
+HOSTILE_NAME = "pwn\x1b]0;pwned\x07\x1b[2Jkernel"
+
+
 def _hostile_dot(tmp_path: Path) -> Path:
-    """A DOT dump whose kernel name sets the terminal's title and clears its screen."""
+    """A real DOT dump whose first kernel's name sets the terminal's title and clears it."""
+    text = (SAMPLES / "dot" / "torch-ops" / "flags-verbose.dot").read_text()
+    first = re.search(r"_Z[A-Za-z0-9_]+", text)
+    assert first is not None
     path = tmp_path / "esc_kernel.dot"
-    shutil.copy(REPRO / "esc_kernel.dot", path)
+    path.write_text(text.replace(first.group(0), HOSTILE_NAME))
     return path
 
 
-REPRO = Path("/tmp/redteam/repro/ctrl_stdout")
-needs_repro = pytest.mark.skipif(not REPRO.is_dir(), reason="the red team's inputs are absent")
+def _hostile_buckets(tmp_path: Path) -> Path:
+    """A real buckets index (its bundles beside it) whose model name holds a newline."""
+    for bundle in (SAMPLES / "bundles").glob("tiny-llama-b*.json.gz"):
+        shutil.copy(bundle, tmp_path / bundle.name)
+    index = json.loads((SAMPLES / "bundles" / "tiny-llama.buckets.json").read_text())
+    index["model"] = "tiny\nllama\x1b[2J"
+    path = tmp_path / "forged.buckets.json"
+    path.write_text(json.dumps(index))
+    return path
 
 
-@needs_repro
 @pytest.mark.parametrize("command", ["inspect", "diff"])
 def test_text_output_escapes_control_characters_from_files(
     command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -78,9 +92,10 @@ def test_text_output_escapes_control_characters_from_files(
         assert "\\x1b]0;pwned\\x07" in out
 
 
-@needs_repro
-def test_buckets_header_stays_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["buckets", str(REPRO / "forged.buckets.json")]) == 0
+def test_buckets_header_stays_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["buckets", str(_hostile_buckets(tmp_path))]) == 0
     first, second = capsys.readouterr().out.splitlines()[:2]
     assert "buckets;" in first and second.split() == [
         *("batch", "replay", "per", "seq", "nodes", "pool", "eager")

@@ -40,7 +40,7 @@ class StepReport:
     eager_gpu_idle_us: float | None  # GPU span minus busy time, traced eager step
     replay_us: float | None  # wall time of one graph replay, untraced
     replay_traced_us: float | None  # the same, traced
-    replay_cpu_launch_us: float | None  # CPU time of the one graph launch call
+    replay_cpu_launch_us: float | None  # CPU time of the one graph launch call, untraced
     replay_gpu_span_us: float | None  # first node start to last node end, median of replays
     replay_gpu_busy_us: float | None  # union of node intervals, median of replays
     replay_gpu_idle_us: float | None  # replay_gpu_span_us minus replay_gpu_busy_us
@@ -64,6 +64,9 @@ class StepReport:
     # Where the timing came from (the bundle's timing.source: capture's own replays, or the
     # program's under graphscope record); None where the bundle does not say.
     timing_source: str | None = None
+    # The launch call's CPU time traced, as the eager step's launch time is measured (older
+    # bundles kept only this, as timing.cpu_launch_us).
+    replay_cpu_launch_traced_us: float | None = None
     # Why the graph has no timing at all, in words that fit where it came from; None when it
     # has some (replay, launch or eager figures, or node times).
     untimed_reason: str | None = None
@@ -167,7 +170,9 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
     eager_step = timing.eager_step_us
     replay_wall = timing.replay_wall_us
     eager_launch = eager.cpu_launch_us
-    replay_launch, _ = launch_figures(G)
+    replay_launch, maybe_traced = launch_figures(G)
+    # Against the traced eager step, the traced launch: CUPTI lengthens both alike.
+    launch_traced = timing.cpu_launch_traced_us or (replay_launch if maybe_traced else None)
     medians = {k: replay_median(d) for k, d in G.nodes(data=True)}
     timed = {k: m for k, m in medians.items() if m is not None}
     path, length = critical_path(G, lambda key: medians.get(key) or 0.0)
@@ -211,8 +216,8 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
         replay_gpu_idle_us=max(span - busy, 0.0) if span is not None and busy is not None else None,
         speedup=eager_step / replay_wall if eager_step and replay_wall else None,
         cpu_overhead_reduction_pct=(
-            100 * (1 - replay_launch / eager_launch)
-            if eager_launch and replay_launch is not None
+            100 * (1 - launch_traced / eager_launch)
+            if eager_launch and launch_traced is not None
             else None
         ),
         node_time_us=node_time,
@@ -227,6 +232,7 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
         nodes=G.number_of_nodes(),
         timed_nodes=len(timed),
         timing_source=source if isinstance(source, str) else None,
+        replay_cpu_launch_traced_us=launch_traced,
     )
     if not timed and not report.has_step_timing:
         report.untimed_reason = _untimed_reason(G)
