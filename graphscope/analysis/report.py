@@ -210,7 +210,7 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
         eager_gpu_idle_us=eager.gpu_idle_us,
         replay_us=replay_wall,
         replay_traced_us=timing.replay_wall_traced_us,
-        replay_cpu_launch_us=replay_launch,
+        replay_cpu_launch_us=None if maybe_traced else replay_launch,
         replay_gpu_span_us=span,
         replay_gpu_busy_us=busy,
         replay_gpu_idle_us=max(span - busy, 0.0) if span is not None and busy is not None else None,
