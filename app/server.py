@@ -24,11 +24,18 @@ from .components import CSS, PAGES
 from .state import ViewState
 
 
-def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.Dash:
+def create_app(
+    paths: Iterable[str | Path] = (),
+    preload: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> dash.Dash:
     """The app over ``paths`` (the bundled samples when there are none).
 
     With ``preload`` the first file is read and laid out before this returns, so that the
     page is quick from its first request (``graphscope serve`` prints the address after).
+    ``say`` is given the one line of each file that fails to load, as it fails (a path that is
+    not a file at once, the first file as it is preloaded, the others when first opened):
+    ``graphscope serve`` prints them on the terminal, not only in the page.
     """
     view = ViewState.over(paths)
     # None turns the "Updating..." tab title off; Dash's annotation says str only.
@@ -43,6 +50,11 @@ def create_app(paths: Iterable[str | Path] = (), preload: bool = True) -> dash.D
     # reads it: what a client sends is answered, or refused in a line, never a 500.
     inputs.install(app)
     protocol.install(app)
+    if say is not None:
+        for source in view.registry.sources.values():
+            if source.error is not None:  # not a file: it failed as it was listed
+                say(source.error)
+        view.registry.say = say  # and each file that fails as it is read, from now on
     if preload:
         view.preload()
     quiet_startup()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import gc
 import logging
 import os
@@ -199,6 +200,8 @@ class Registry:
     # Called with a source's id when its graph is let go, so that what was made from the
     # graph (the views ``state.ViewState`` keeps) goes with it.
     let_go: list[Callable[[str], None]] = field(default_factory=list, repr=False)
+    # Told each file's one line when it fails to load (``graphscope serve`` prints it).
+    say: Callable[[str], None] | None = field(default=None, repr=False)
 
     def add_recording(self, path: Path, label: str) -> RecordedRun:
         """A recording folder: each of its graphs becomes a source, in catalog order."""
@@ -337,6 +340,12 @@ class Registry:
     def _read(self, source: Source) -> None:
         if source.graph is not None or source.error is not None:
             return
+        self._try_read(source)
+        if source.error is not None and self.say is not None:
+            with contextlib.suppress(Exception):
+                self.say(source.error)
+
+    def _try_read(self, source: Source) -> None:
         try:
             if source.max_bytes is None:
                 source.graph = graphscope.load(source.path)

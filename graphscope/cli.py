@@ -316,8 +316,8 @@ def _summarize_recording(out: Path, code: int) -> None:
     try:
         if not is_recording(out):
             print(
-                f"graphscope record: the program {ended}; no process of it initialised CUDA "
-                f"through torch, so nothing was recorded in {shown}",
+                f"graphscope record: the program {ended}; no Python process of it made a CUDA "
+                f"context, so nothing was recorded in {shown}",
                 file=sys.stderr,
             )
             return
@@ -406,7 +406,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
         if sig is not None:
             signal.signal(sig, _stop_on_signal)
-    app = create_app(args.files)
+    app = create_app(
+        args.files,
+        say=lambda error: print(
+            f"graphscope: warning: {printable(error)}; the page lists it as failed",
+            file=sys.stderr,
+        ),
+    )
     guard.install(app.server, hosts)
     shown = "the bundled samples" if not args.files else f"{len(args.files)} file(s)"
     url = f"http://{printable(args.host)}:{args.port}/"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from pathlib import Path
@@ -95,3 +96,20 @@ def test_a_batch_pads_up_to_the_next_bucket() -> None:
     assert bucket_for(3, [8, 4]) == 4  # order of the list does not matter
     with pytest.raises(ValueError, match="at least one"):
         bucket_for(0, buckets)
+
+
+@pytest.mark.parametrize("kind", ["bundle", "plain bundle", "dot"])
+def test_a_graph_given_to_buckets_is_named_for_what_it_is(kind: str, tmp_path: Path) -> None:
+    from graphscope.analysis.buckets import read_buckets
+    from graphscope.errors import InputError
+
+    bundle = BUNDLES / "tiny-llama-b1"
+    path = {"bundle": Path(f"{bundle}.json.gz"), "dot": Path(f"{bundle}.dot")}.get(kind)
+    if path is None:
+        path = tmp_path / "b1.json"
+        path.write_bytes(gzip.decompress(Path(f"{bundle}.json.gz").read_bytes()))
+    with pytest.raises(InputError) as caught:
+        read_buckets(path)
+    said = str(caught.value)
+    assert said.startswith(str(path)) and "not a buckets index" in said
+    assert "UTF-8" not in said and "invalid buckets index" not in said

@@ -92,9 +92,7 @@ def test_text_output_escapes_control_characters_from_files(
         assert "\\x1b]0;pwned\\x07" in out
 
 
-def test_buckets_header_stays_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_buckets_header_stays_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["buckets", str(_hostile_buckets(tmp_path))]) == 0
     first, second = capsys.readouterr().out.splitlines()[:2]
     assert "buckets;" in first and second.split() == [
@@ -119,3 +117,25 @@ def test_json_output_is_not_escaped_again(
     shutil.copy(Path(__file__).parent.parent / "samples" / "bundles" / "tiny-llama-b2.dot", dot)
     main(["inspect", "--json", str(dot)])
     assert json.loads(capsys.readouterr().out)[0]["file"] == str(dot)
+
+
+def test_serve_says_on_the_terminal_when_a_file_fails_to_load(tmp_path: Path) -> None:
+    # Issue 27: `serve bad.dot` printed nothing; the failure showed only in the page.
+    from graphscope.app import callbacks
+    from graphscope.app.server import create_app
+    from graphscope.app.state import ViewState
+
+    bad, good = tmp_path / "bad.dot", tmp_path / "good.dot"
+    bad.write_text("digraph {\n")
+    good.write_text((SAMPLES / "dot" / "torch-ops" / "flags-verbose.dot").read_text())
+    later = tmp_path / "later.dot"
+    later.write_text("not a graph\n")
+    said: list[str] = []
+    create_app([bad, good, later], say=said.append)
+    assert len(said) == 1 and said[0].startswith(f"{bad}:2: ") and "truncated" in said[0]
+    # A file that fails when first opened is said then.
+    view = ViewState.over([bad, good, later])
+    view.registry.say = said.append
+    later_id = next(s.id for s in view.registry.sources.values() if s.path == later)
+    callbacks.draw(view, later_id, "type", None, None, None)
+    assert len(said) == 2 and said[1].startswith(str(later))

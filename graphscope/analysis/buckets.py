@@ -120,6 +120,28 @@ class BucketReport:
         return out
 
 
+_NOT_AN_INDEX = (
+    "not a buckets index: graphscope buckets reads the <model>.buckets.json that graphscope "
+    "capture --batch-sizes writes beside its bundles (graphscope report reads one graph)"
+)
+
+
+def _refuse_a_graph(where: Path) -> None:
+    """A graph file given where a buckets index is asked for, named for what it is: a gzip
+    bundle read as text said "not UTF-8 text", a DOT dump "invalid buckets index"."""
+    try:
+        if not where.is_file():  # a FIFO or device is never opened here: it could block
+            return
+        with open(where, "rb") as fh:
+            head = fh.read(64)
+    except (OSError, ValueError):
+        return  # read_limited says why, in its one line
+    if head.startswith(b"\x1f\x8b"):
+        raise InputError(where, f"is gzip-compressed (a graphscope bundle?), {_NOT_AN_INDEX}")
+    if head.lstrip().lower().startswith((b"digraph", b"strict digraph", b"graph")):
+        raise InputError(where, f"is a DOT graph dump, {_NOT_AN_INDEX}")
+
+
 def read_buckets(
     path: str | os.PathLike[str],
 ) -> tuple[str | None, str, list[Bucket], list[dict[str, Any]]]:
@@ -134,8 +156,11 @@ def read_buckets(
             names = ", ".join(p.name for p in found)
             raise InputError(where, f"several buckets files ({names}): name the one to read")
         where = found[0]
+    _refuse_a_graph(where)
     raw = read_limited(where, MAX_INDEX_BYTES, decompress=False, hint=" for a buckets index")
     doc = parse_json(raw, where, InputError, "buckets index", budget=JsonBudget(MAX_INDEX_VALUES))
+    if isinstance(doc, dict) and doc.get("format") == "graphscope-bundle":
+        raise InputError(where, f"is a graphscope bundle (one graph), {_NOT_AN_INDEX}")
     if not isinstance(doc, dict) or not isinstance(doc.get("buckets"), list):
         raise InputError(where, 'not a buckets.json: expected an object with a "buckets" list')
     check_each(doc["buckets"], BUCKET, where, "bucket {}".format)
