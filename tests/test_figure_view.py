@@ -119,3 +119,22 @@ def test_replay_times_of_zero_colour_by_type_not_a_log_scale_of_nothing() -> Non
     names = [t.name for t in fig.data]
     assert "KERNEL (211)" in names  # by type: no time above 0 us to scale colours by
     assert sorted(figure.node_hovers(G, "time")) == [1, 2]  # the hover patch agrees
+
+
+def test_a_folded_graph_is_coloured_on_its_nodes_scale_not_its_groups_sums() -> None:
+    # Issue 27: a folded block counted as one 14 ms node, and every real kernel got one colour.
+    import math
+
+    G = graphscope.load(DEEP)
+    levels = groups.group_levels(G)
+    shown = groups.collapsed(G, levels, groups.overview(levels))
+    folded = [d for _, d in shown.nodes(data=True) if d.get("type") == groups.GROUP]
+    assert folded and max(d["time_us"] for d in folded) > 1000  # sums of milliseconds
+    fig = figure.build_figure(shown, placement.layout(shown), "time", in_page=False)
+    [nodes] = [t for t in fig.data if t.name == "nodes"]
+    medians = [m for _, d in G.nodes(data=True) if (m := figure.replay_median(d))]
+    assert nodes.marker.cmax <= math.log10(max(medians)) + 1e-3
+    assert nodes.marker.cmin >= math.log10(min(medians)) - 1e-3
+    # A group takes its members' mean: within the nodes' own range.
+    means = [d["time_us"] / d["members"] for d in folded if d["time_us"]]
+    assert all(min(medians) <= m <= max(medians) for m in means)
