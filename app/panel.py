@@ -20,6 +20,7 @@ import networkx as nx
 from dash import dcc, html
 from dash.development.base_component import Component
 
+from graphscope.analysis.timing import IMPLAUSIBLE_SPANS, plausible_max_us
 from graphscope.model import display_name, module_of, module_text, node_key, owner_of
 
 # Each type's own parameters, shown first in this order with these labels (docs/FORMAT.md names
@@ -260,7 +261,23 @@ def _us(value: object) -> str:
     return f"{value:.2f} us" if isinstance(value, (int, float)) else "-"
 
 
-def _timing(data: dict[str, Any]) -> list[Any]:
+def _replay_max(G: nx.DiGraph, replay: dict[str, Any]) -> Any:
+    """The node's replay max, or a flag where it cannot be the node's own time."""
+    high = replay.get("max_us")
+    bound = plausible_max_us(G)
+    if not isinstance(high, (int, float)) or bound is None or high <= bound[0]:
+        return _us(high)
+    limit = "the longest traced replay" if bound[1] else f"{IMPLAUSIBLE_SPANS} median replays"
+    return html.Span(
+        f"{_us(high)}: not a real time",
+        className="error",
+        id="implausible-max",
+        title=f"Longer than {limit} ({bound[0]:,.1f} us), which holds this node: a recording "
+        "set-up artefact (the last traced launch of older recordings), not this node's time.",
+    )
+
+
+def _timing(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
     replay = data.get("replay") if isinstance(data.get("replay"), dict) else None
     eager = data.get("eager") if isinstance(data.get("eager"), dict) else None
     if replay is None and eager is None:
@@ -270,7 +287,8 @@ def _timing(data: dict[str, Any]) -> list[Any]:
         rows += [
             ("replay median", _us(replay.get("median_us"))),
             ("replay p90", _us(replay.get("p90_us"))),
-            ("replay min / max", f"{_us(replay.get('min_us'))} / {_us(replay.get('max_us'))}"),
+            ("replay min", _us(replay.get("min_us"))),
+            ("replay max", _replay_max(G, replay)),
             ("replays timed", replay.get("count", "-")),
             ("start within replay", _us(replay.get("start_us"))),
         ]
@@ -544,7 +562,7 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
         _table(params, "node-launch") if params else html.P("none", className="muted"),
         *_buffers(G, data),
         html.H4("Timing"),
-        *_timing(data),
+        *_timing(G, data),
         *_origin(data),
         *_arguments(data),
         html.H4("Neighbours"),

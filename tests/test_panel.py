@@ -3,6 +3,7 @@ child graphs and bodies, and the buffer table in hex."""
 
 from __future__ import annotations
 
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -358,3 +359,26 @@ def test_every_buffer_link_of_a_panel_has_its_own_id(samples: Path) -> None:
     names = [link["name"] for link in links]
     assert len(set(names)) < len(names)  # a name twice
     assert len({(link["name"], link["at"]) for link in links}) == len(links)
+
+
+def test_a_replay_max_that_cannot_be_true_is_flagged_not_shown_as_fact(
+    llama: nx.DiGraph,
+) -> None:
+    # Issue 27: recordings made before issue 25's fix held nodes 2 to 94 ms long against a
+    # 0.2 ms replay, and the panel showed that max as the node's time.
+    G = llama.copy()
+    G.graph = copy.deepcopy(llama.graph)
+    key = "graph_1_node_26"
+    G.nodes[key]["replay"] = {**llama.nodes[key]["replay"]}
+    span = G.graph["timing"]["replay_us"]
+    ok = _text(_by_id(node_panel(G, key), "node-timing"))
+    assert "not a real time" not in ok
+    G.nodes[key]["replay"]["max_us"] = 70 * span  # the artefact, on a bundle without the bound
+    G.graph["timing"].pop("replay_max_us", None)
+    flagged = _by_id(node_panel(G, key), "implausible-max")
+    assert flagged.children.endswith("not a real time") and "10 median replays" in flagged.title
+    # Where the bundle keeps its longest replay, that is the bound, exactly.
+    G.graph["timing"]["replay_max_us"] = 80 * span
+    assert "not a real time" not in _text(_by_id(node_panel(G, key), "node-timing"))
+    G.graph["timing"]["replay_max_us"] = 60 * span
+    assert "the longest traced replay" in _by_id(node_panel(G, key), "implausible-max").title

@@ -122,3 +122,20 @@ def step_timing(G: nx.DiGraph) -> StepTiming:
         read_eager_summary(G.graph.get("eager_summary")),
         _read(RecordedTiming, G.graph.get("recording")),
     )
+
+
+#: Without the longest replay's span (bundles before ``replay_max_us``), a node's max past
+#: this many median replay spans cannot be its own: the set-up artefact of issue 25 was 70x.
+IMPLAUSIBLE_SPANS = 10
+
+
+def plausible_max_us(G: nx.DiGraph) -> tuple[float, bool] | None:
+    """The longest a node of ``G`` can have run in a replay, and whether that bound is exact:
+    the longest traced replay's GPU span where the bundle keeps it, else ``IMPLAUSIBLE_SPANS``
+    median spans; None without replay timing."""
+    timing = read_timing(G.graph.get("timing"))
+    if timing.replay_max_us:
+        return timing.replay_max_us, True
+    if timing.replay_us:
+        return IMPLAUSIBLE_SPANS * timing.replay_us, False
+    return None
