@@ -150,7 +150,7 @@ if mode == "act_toggle":
         sub.on(api.CallbackDomain.RUNTIME_API, cbid, toggler, print)
 
 t0 = time.perf_counter()
-graphs, outputs = torch_buckets.capture(model, tokens, pos, buckets)
+graphs, outputs, _ = torch_buckets.capture(model, tokens, pos, buckets)
 stats["capture_s"] = time.perf_counter() - t0
 gen = torch.Generator().manual_seed(1)
 sizes = torch.randint(1, 5, (STEPS,), generator=gen).tolist()

@@ -1,7 +1,9 @@
 """On the GPU machine: what ``graphscope record`` costs a program, and what grabbing a graph costs.
 
     python benchmarks/bench_record.py grab [--layers 200] [--json F]
-    python benchmarks/bench_record.py overhead [--repeats 3] [--gpt-fast DIR] [--json F]
+    python benchmarks/bench_record.py overhead [--repeats 3] [--steps 3000] [--gpt-fast DIR]
+    python benchmarks/bench_record.py startup [--repeats 5]
+    python benchmarks/bench_record.py deep [--layers 500] [--repeats 2]
 
 ``grab``: a real model graph of >= 10,000 nodes (gpt-fast's ``Transformer`` when ``--gpt-fast``
 is given, else the decoder of ``tests/record_programs/torch_buckets.py``, ``--layers`` deep),
@@ -14,6 +16,15 @@ recorder's thread. Target (issue 13): <= 20 us per node.
 Targets: a recorded run at the default sampling <= 3% longer; within sampled windows, stay
 within 10% of CUPTI's own 0.19 to 0.34 us per traced kernel; record's start-up cost below the
 program's own capture time.
+
+``startup``: Python alone and one CUDA context made by torch, JAX and CuPy, each run
+unrecorded and under ``graphscope record`` alternately: the whole process's wall time. Target
+(issue 25): <= 0.5 s added.
+
+``deep``: torch_buckets' decoder ``--layers`` deep (500: about 10,000 nodes), captured and
+replayed, unrecorded and recorded alternately: the capture (<= 1.25x), the wait at
+instantiation (<= 20 us per node), and the seconds from the program's last statement to its
+exit (<= 10 s).
 """
 
 from __future__ import annotations
@@ -133,7 +144,7 @@ def _decode_s(lines: list[dict[str, Any]]) -> float:
 def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
     programs: list[tuple[str, list[str]]] = [
         (
-            "torch_buckets (8 layers, dim 1024, 3 buckets, 3000 steps)",
+            f"torch_buckets (8 layers, dim 1024, 3 buckets, {args.steps} steps)",
             [
                 str(PROGRAMS / "torch_buckets.py"),
                 "--layers",
@@ -141,7 +152,7 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "--dim",
                 "1024",
                 "--steps",
-                "3000",
+                str(args.steps),
             ],
         )
     ]
@@ -210,10 +221,118 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+#: Programs whose start-up ``startup`` times: Python alone (a process that never uses CUDA,
+#: an engine's front end or a tokenizer worker), then one CUDA context made by each framework.
+STARTUP_PROGRAMS = {
+    "python, no CUDA": "pass",
+    "torch: one tensor on the GPU": "import torch; torch.zeros(1).cuda(); torch.cuda.synchronize()",
+    "jax: one array on the GPU": "import jax.numpy as jnp; jnp.ones(1).block_until_ready()",
+    "cupy: one array on the GPU": "import cupy; cupy.ones(1); cupy.cuda.Device().synchronize()",
+}
+
+
+def _startup(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Each program's whole run, unrecorded and under ``graphscope record``, alternately."""
+    import importlib.util
+
+    rows = []
+    for label, code in STARTUP_PROGRAMS.items():
+        module = code.split()[1].split(".")[0] if code != "pass" else None
+        if module and importlib.util.find_spec(module) is None:
+            continue
+        plain: list[float] = []
+        recorded: list[float] = []
+        for _ in range(args.repeats):
+            plain.append(_run([sys.executable, "-c", code])[0])
+            with tempfile.TemporaryDirectory() as tmp:
+                command = [sys.executable, "-m", "graphscope", "record", "--out", tmp, "--"]
+                recorded.append(_run([*command, sys.executable, "-c", code])[0])
+        row = {
+            "program": label,
+            "unrecorded_s": statistics.median(plain),
+            "recorded_s": statistics.median(recorded),
+        }
+        row["added_s"] = row["recorded_s"] - row["unrecorded_s"]
+        print(
+            f"{label}: {row['unrecorded_s']:.3f} s unrecorded, {row['recorded_s']:.3f} s "
+            f"recorded: +{row['added_s']:.3f} s (medians of {args.repeats}; target <= 0.5 s)",
+            flush=True,
+        )
+        rows.append(row)
+    return rows
+
+
+def _deep(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """A deep graph of a real decoder's layers (torch_buckets, ``--layers`` deep, dim 256,
+    batch 4), run unrecorded and recorded alternately: its capture, the program's whole run,
+    and the seconds from its last statement to the process's exit."""
+    program = [
+        str(PROGRAMS / "torch_buckets.py"),
+        "--buckets",
+        "4",
+        "--layers",
+        str(args.layers),
+        "--dim",
+        "256",
+        "--heads",
+        "4",
+        "--steps",
+        "200",
+    ]
+    runs: dict[str, list[dict[str, float]]] = {"unrecorded": [], "recorded": []}
+    nodes = grab_us = None
+    for _ in range(args.repeats):
+        for name in runs:
+            with tempfile.TemporaryDirectory() as tmp:
+                prefix = [] if name == "unrecorded" else [sys.executable, "-m", "graphscope"]
+                prefix += [] if name == "unrecorded" else ["record", "--out", tmp, "--"]
+                wall, lines = _run([*prefix, sys.executable, *program])
+                exited = time.time()
+                line = lines[0]
+                runs[name].append(
+                    {
+                        "wall_s": wall,
+                        "graph_capture_s": line["graph_capture_s"],
+                        "tail_s": exited - line["ended_at"],
+                    }
+                )
+                if name == "recorded":
+                    from graphscope import recording
+
+                    (entry,) = [g for r in recording.load_recordings(tmp) for g in r.graphs]
+                    nodes = entry["nodes"]
+                    grab_us = entry["grab_ms"] * 1e3 / max(nodes, 1)
+    med = {
+        name: {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        for name, rows in runs.items()
+    }
+    row = {
+        "graph": f"torch_buckets decoder, {args.layers} layers, dim 256, batch 4",
+        "nodes": nodes,
+        "unrecorded": med["unrecorded"],
+        "recorded": med["recorded"],
+        "capture_ratio": med["recorded"]["graph_capture_s"] / med["unrecorded"]["graph_capture_s"],
+        "wait_us_per_node": grab_us,
+    }
+    print(
+        f"{row['graph']}: {nodes} nodes. Capture {med['unrecorded']['graph_capture_s']:.3f} s "
+        f"unrecorded, {med['recorded']['graph_capture_s']:.3f} s recorded "
+        f"({row['capture_ratio']:.2f}x; target <= 1.25x); the program waited "
+        f"{grab_us:.1f} us per node at instantiation (target <= 20); from the last statement "
+        f"to exit {med['unrecorded']['tail_s']:.2f} s unrecorded, "
+        f"{med['recorded']['tail_s']:.2f} s recorded (target <= 10 s); whole run "
+        f"{med['unrecorded']['wall_s']:.2f} s unrecorded, {med['recorded']['wall_s']:.2f} s "
+        f"recorded (medians of {args.repeats})",
+        flush=True,
+    )
+    return [row]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["grab", "overhead"])
+    parser.add_argument("what", choices=["grab", "overhead", "startup", "deep"])
     parser.add_argument("--layers", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=3000, help="overhead: the decode steps")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--gpt-fast", default=os.environ.get("GPT_FAST_DIR"))
     parser.add_argument(
@@ -221,7 +340,8 @@ def main() -> None:
     )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
-    result: Any = _grab(args) if args.what == "grab" else _overhead(args)
+    modes = {"grab": _grab, "overhead": _overhead, "startup": _startup, "deep": _deep}
+    result: Any = modes[args.what](args)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
 

@@ -160,8 +160,8 @@ def load_seeds(large: bool = True) -> Seeds:
     for path in (
         SAMPLES / "dot" / "explicit-all-types" / "flags-verbose.dot",  # every node type
         SAMPLES / "bundles" / "tiny-gpt-parallel-b1.json.gz",  # parallel branches
-        SAMPLES / "recordings" / "torch-buckets" / "pid505" / "g8.json.gz",  # a recording
-        SAMPLES / "recordings" / "gpt-fast" / "pid923" / "g2.json.gz",  # an empty graph
+        SAMPLES / "recordings" / "torch-buckets" / "pid959" / "g8.json.gz",  # a recording
+        SAMPLES / "recordings" / "gpt-fast" / "pid1355" / "g2.json.gz",  # an empty graph
     ):
         G = graphscope.load(path)
         name = path.name.split(".")[0]

@@ -32,16 +32,17 @@ _MODELS = str((Path(_HERE) / "models.py").resolve())
 def library_paths(torch: Any) -> tuple[str, ...]:
     """Folders and files whose frames are never the user's line.
 
-    torch, CUDA and CUPTI, and graphscope's own machinery; not ``capture/models.py``, whose
+    torch (``torch`` None where it is not imported), JAX, CuPy, Numba, CUDA and CUPTI, and
+    graphscope's own machinery; not ``capture/models.py``, whose
     built-in models are the user's code when the CLI captures them.
     """
     import graphscope
 
-    paths = [
-        os.path.dirname(os.path.abspath(torch.__file__)) + os.sep,
-        os.path.join(os.path.dirname(os.path.abspath(graphscope.__file__)), "cli.py"),
-    ]
-    for name in ("cupti", "cuda", "triton"):
+    paths = [os.path.join(os.path.dirname(os.path.abspath(graphscope.__file__)), "cli.py")]
+    if torch is not None:
+        paths.append(os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+    # The frameworks whose own frames launch graphs: the user's line is the one calling them.
+    for name in ("cupti", "cuda", "triton", "jax", "jaxlib", "cupy", "cupy_backends", "numba"):
         module = sys.modules.get(name)
         paths += [os.path.abspath(p) + os.sep for p in getattr(module, "__path__", None) or []]
     # The code torch.compile generates (and Triton's launchers) lives in Inductor's cache

@@ -57,10 +57,19 @@ def nvidia_smi() -> dict[str, str | None]:
 
 
 def device_info(torch: Any) -> DeviceInfo:
-    """GPU name, driver version and CUDA versions, as the bundle's metadata records them."""
+    """GPU name, driver version and CUDA versions, as the bundle's metadata records them;
+    ``torch`` None in a process whose CUDA is not torch's (JAX, CuPy): nvidia-smi's name."""
+    smi = nvidia_smi()
+    if torch is None or not torch.cuda.is_initialized():
+        return {
+            "device": smi["device"] or "?",
+            "driver": smi["driver"],
+            "cuda_driver_api": check(driver().cuDriverGetVersion(), "cuDriverGetVersion"),
+            "cuda": None,
+        }
     return {
         "device": torch.cuda.get_device_name(),
-        "driver": nvidia_smi()["driver"],
+        "driver": smi["driver"],
         "cuda_driver_api": check(driver().cuDriverGetVersion(), "cuDriverGetVersion"),
         "cuda": torch.version.cuda,
     }

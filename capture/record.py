@@ -47,7 +47,7 @@ from graphscope.errors import CaptureError, GraphscopeError
 from graphscope.output import write_atomic
 
 from . import callbacks, grab, introspect, sites
-from ._cuda import cupti, require
+from ._cuda import cupti
 from .environment import now_iso
 from .pointers import (
     PointerMap,
@@ -177,6 +177,10 @@ class Life:
     pool_bytes: int | None = None
     attributed: int | None = None
     graph: nx.DiGraph | None = None  # the built graph, kept to rewrite with timing
+    # A graph built without stream capture (XLA's command buffers, cudaGraphAdd*): the
+    # program's lines that instantiated it, where the instantiating thread runs Python.
+    instantiated_site: sites.Site | None = None
+    instantiated_program_site: sites.Site | None = None
 
 
 class Recorder:
@@ -234,11 +238,15 @@ class Recorder:
     # -- starting and stopping ---------------------------------------------------------------
 
     def start(self) -> Recorder:
-        """Subscribe to CUPTI and start the recorder's thread; raises CaptureError if refused."""
-        self._torch = require("torch")
+        """Subscribe to CUPTI and start the recorder's thread; raises CaptureError if refused.
+
+        torch is used where the program imported it (module attribution, the allocator's
+        memory map, ``torch.cuda.graph``'s pools), never imported here: a JAX, CuPy or
+        cuda-python process is recorded with what CUDA itself says."""
+        self._torch = sys.modules.get("torch")
         from .attribution import Attribution, generated_code_dirs, library_paths
 
-        if self.settings.attribution:  # its frame reader serves the recorder's too
+        if self.settings.attribution and self._torch is not None:  # its frames serve ours too
             self._attribution = Attribution()
             self._frames = self._attribution.frames
         else:
@@ -509,6 +517,10 @@ class Recorder:
                 life.shape_changes = _shape_changes(earlier.capture, capture)
                 life.rerecord_reason = _rerecord_reason(earlier.capture, capture, life)
             self.last_of_site[capture.key()] = life
+        if capture is None and self._frames is not None:
+            frame = sites.caller(1)
+            life.instantiated_site = sites.site(self._frames.user_frame(frame))
+            life.instantiated_program_site = sites.site(self._frames.program_frame(frame))
         life.grab_ns = time.perf_counter_ns() - created
         with self._lock:
             self.lives.append(life)
@@ -677,12 +689,19 @@ class Recorder:
         if not pending:
             return
         torch = self._torch
-        try:
-            segments = torch.cuda.memory_snapshot()
-            spans = segment_regions(segments)
-        except Exception as exc:  # pointers go unnamed; the graphs are still worth having
+        if torch is None or not torch.cuda.is_initialized():
             segments, spans = [], None
-            self._note(f"could not read the allocator's memory map: {exc}")
+            self._note(
+                "pointers are not named and pools not measured: both come from torch's "
+                "allocator, and this process's CUDA memory is not torch's"
+            )
+        else:
+            try:
+                segments = torch.cuda.memory_snapshot()
+                spans = segment_regions(segments)
+            except Exception as exc:  # pointers go unnamed; the graphs are still worth having
+                segments, spans = [], None
+                self._note(f"could not read the allocator's memory map: {exc}")
         found: list[Region] | None = None  # modules alive now, for graphs none ran in
         for life in pending:
             pointers = None
@@ -815,7 +834,7 @@ class Recorder:
             "graph_id": life.graph_id,
             "exec_id": life.exec_id,
             "capturer": capture.capturer if capture is not None else "explicit",
-            "site": capture.site if capture is not None else None,
+            "site": capture.site if capture is not None else life.instantiated_site,
             "captured_at_s": self._since_s(capture.began_ns) if capture is not None else None,
             "capture_ms": (capture.ended_ns - capture.began_ns) / 1e6
             if capture is not None and capture.ended_ns is not None
@@ -831,7 +850,9 @@ class Recorder:
             "batch": capture.batch if capture is not None else None,
             "rerecord_of": life.rerecord_of,
             "rerecord_reason": life.rerecord_reason,
-            "program_site": capture.program_site if capture is not None else None,
+            "program_site": (
+                capture.program_site if capture is not None else life.instantiated_program_site
+            ),
             "shape_changes": life.shape_changes,
             "replays": life.replays,
             "traced_replays": life.traced,
@@ -877,7 +898,8 @@ class Recorder:
                 self._process["rank"] = int(dist.get_rank())
                 self._process["world_size"] = int(dist.get_world_size())
         with contextlib.suppress(Exception):
-            if "device" not in self._process and self._torch.cuda.is_initialized():
+            torch = self._torch
+            if "device" not in self._process and torch is not None and torch.cuda.is_initialized():
                 self._process["device"] = self._torch.cuda.get_device_name()
         process = {
             **self._process,

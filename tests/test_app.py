@@ -485,7 +485,7 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     run = registry.add_recording(recordings / "torch-buckets", "buckets")
     page = pages.catalog_page([run])
     text = shown_text(page)
-    assert "torch_buckets.py:116 in main" in text and "400 replays" in text
+    assert "torch_buckets.py:102 in capture" in text and "400 replays" in text
     assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in text
     assert "pool shared with 2 graphs" in text and "graph-per-size" in text
     links = _buttons(page)
@@ -598,7 +598,7 @@ def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked()
 def test_hover_labels_wrap_long_kernel_names() -> None:
     from graphscope.app.figure import HOVER_LINE
 
-    G = graphscope.load(ROOT / "samples" / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    G = graphscope.load(ROOT / "samples" / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz")
     hovers = [h for texts in node_hovers(G).values() for h in texts]
     name = G.nodes["graph_7_node_65"]["short_name"]
     assert len(name) > 300

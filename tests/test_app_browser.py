@@ -402,13 +402,13 @@ def test_a_recording_opens_on_its_catalog_and_a_graph_id_opens_the_graph(browser
             lambda d: d.find_elements(By.CSS_SELECTOR, "#catalog-page button.link") or False
         )
         page = browser.find_element(By.ID, "catalog-page").text
-        assert "torch_buckets.py:116 in main" in page and "decode_one_token" in page
+        assert "torch_buckets.py:102 in capture" in page and "decode_one_token" in page
         assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in page
         assert [link.text for link in links] == ["g2", "g5", "g8", "g2", "g5", "g8"]
         links[4].click()  # gpt-fast's batch-1 graph
         _wait(browser, "#dag .scatterlayer .trace .points path")
         WebDriverWait(browser, 20).until(
-            lambda d: "gpt-fast pid923/g5" in d.find_element(By.ID, "source").text
+            lambda d: "gpt-fast pid1355/g5" in d.find_element(By.ID, "source").text
         )
         assert browser.find_element(By.ID, "catalog-page").value_of_css_property("display") == (
             "none"
@@ -666,10 +666,10 @@ def test_no_node_of_a_small_graph_is_under_the_minimap(browser: Any, dump: str) 
 def test_a_long_kernel_name_stays_within_the_panel_and_its_hover(browser: Any) -> None:
     """A 328-character templated kernel: the panel's title wraps (three lines, the rest on
     hover) and adds no sideways scrollbar; its hover label is a few lines, not a row wide."""
-    G = graphscope.load(BUNDLES.parent / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    G = graphscope.load(BUNDLES.parent / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz")
     name = G.nodes["graph_7_node_65"]["short_name"]
     url, server = serve_in_thread(
-        [BUNDLES.parent / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz"]
+        [BUNDLES.parent / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz"]
     )
     try:
         browser.get(url + "?file=f0&node=graph_7_node_65")  # a page that once failed (ids)

@@ -33,7 +33,7 @@ BUNDLES = sorted((SAMPLES / "bundles").glob("*.json.gz")) + sorted(
     (SAMPLES / "large").glob("*.json.gz")
 )
 TINY_GPT = SAMPLES / "bundles" / "tiny-gpt-b1.json.gz"
-RECORDED = SAMPLES / "recordings" / "gpt-fast" / "pid923" / "g5.json.gz"
+RECORDED = SAMPLES / "recordings" / "gpt-fast" / "pid1355" / "g5.json.gz"
 DOT = SAMPLES / "dot" / "explicit-all-types" / "flags-verbose.dot"
 
 #: For each bundle field a card may show, the words its label must hold: what was timed,

@@ -37,7 +37,7 @@ def test_generate_called_twice_fails_on_the_graph_recorded_again_and_names_the_p
     code, out, _ = _run([str(RECORDINGS / "hf-generate")], capsys)
     assert code == 1 and len(out) == 1
     assert out[0] == (
-        f"{RECORDINGS / 'hf-generate'}: rerecord: pid 622 (hf_generate.py): g8 was recorded "
+        f"{RECORDINGS / 'hf-generate'}: rerecord: pid 1105 (hf_generate.py): g8 was recorded "
         "again after g5 with the same input shapes at generic.py:933 in wrapper (from "
         "hf_generate.py:43 in main); the recording holds no reason from the engine"
     )
@@ -84,7 +84,7 @@ def test_planted_faults_each_break_their_rule(
 ) -> None:
     killed = _planted(tmp_path, "torch-buckets", {"process.status": "running"})
     code, out, _ = _run([str(killed)], capsys)
-    assert code == 1 and out[0].startswith(f"{killed}: incomplete: pid 505 (torch_buckets.py): ")
+    assert code == 1 and out[0].startswith(f"{killed}: incomplete: pid 959 (torch_buckets.py): ")
     assert "did not finish while recorded" in out[0]
 
     skipped = _planted(
@@ -99,7 +99,7 @@ def test_planted_faults_each_break_their_rule(
     )
     code, out, _ = _run([str(skipped)], capsys)
     assert code == 1 and out == [
-        f"{skipped}: skips: pid 923 (gpt_fast_driver.py): torch.compile ran 2 function(s) "
+        f"{skipped}: skips: pid 1355 (gpt_fast_driver.py): torch.compile ran 2 function(s) "
         "without CUDA graphs: skipping cudagraphs due to mutated inputs (1 instances)"
     ]
 

@@ -32,7 +32,7 @@ from graphscope.recording import load_recording
 
 BUNDLE = SAMPLES / "bundles" / "tiny-llama-b1.json.gz"  # every section, an eager trace
 ALL_TYPES = SAMPLES / "dot" / "explicit-all-types" / "flags-verbose.dot"  # child graphs, bodies
-RECORDED = SAMPLES / "recordings" / "torch-buckets" / "pid505"
+RECORDED = SAMPLES / "recordings" / "torch-buckets" / "pid959"
 BUCKETS = SAMPLES / "bundles" / "tiny-llama.buckets.json"
 TRACE = SAMPLES / "traces" / "tiny-llama-b1.torch-trace.json.gz"
 DOT = SAMPLES / "dot" / "torch-ops"

@@ -259,7 +259,7 @@ def test_a_newer_bundle_s_writer_version_is_shown_on_one_line(tmp_path: Path) ->
 def test_a_dot_recording_section_reads_with_the_defaults_a_bundle_s_gets(
     b1: nx.DiGraph, tmp_path: Path
 ) -> None:
-    index_path = SAMPLES / "recordings" / "gpt-fast" / "pid923" / "recording.json"
+    index_path = SAMPLES / "recordings" / "gpt-fast" / "pid1355" / "recording.json"
     index = json.loads(index_path.read_text())
     G = copy.deepcopy(b1)
     G.graph["recording"] = {k: v for k, v in index["graphs"][0].items() if k != "updates"}

@@ -234,6 +234,36 @@ def test_a_failing_callback_stops_recording_once_and_the_program_goes_on(
     assert rec.process["status"] == "stopped"
 
 
+@pytest.mark.parametrize(
+    ("name", "program", "args", "needs"),
+    [
+        ("jax-decode", "jax_decode.py", ("--steps", "200"), "jax"),
+        ("cupy-graph", "cupy_graph.py", ("--replays", "100"), "cupy"),
+        ("cuda-python-graph", "cuda_python_graph.py", ("--launches", "50"), "cuda.bindings"),
+    ],
+)
+def test_a_program_without_torch_is_recorded(
+    tmp_path: Path, name: str, program: str, args: tuple[str, ...], needs: str
+) -> None:
+    # Issue 25: only processes where torch initialised CUDA were recorded.
+    import importlib.util
+
+    if importlib.util.find_spec(needs.split(".")[0]) is None:
+        pytest.skip(f"{needs} is not installed")
+    out = _out(tmp_path, name)
+    (line,) = _record(out, program, *args)
+    rec = _with_graphs(out)
+    real = [g for g in rec.graphs if g["nodes"]]
+    assert real, rec.graphs
+    launched = sum(g["replays"] for g in real)
+    if name == "jax-decode":
+        assert launched >= line["steps"] // 2  # XLA runs the step as command buffers
+    else:
+        assert launched == line.get("replays", line.get("launches"))
+    _check_bundles(rec)
+    assert main(["inspect", str(out)]) == 0
+
+
 _PROFILER_HOLDS_CUPTI = """
 import sys
 import torch

@@ -336,13 +336,13 @@ def test_a_kernel_name_that_is_one_text_is_shown_once(llama: nx.DiGraph, samples
     names = [r for r in rows if r[1] == "nvjet_sm90_hsh_8x64_64x16_4x1_v_bz_TNN"]
     assert names == [["kernel, demangled, mangled", "nvjet_sm90_hsh_8x64_64x16_4x1_v_bz_TNN"]]
     # A templated kernel's three names differ: three rows.
-    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz")
     labels = [r[0] for r in _rows(node_panel(G, "graph_7_node_65"), "node-launch")]
     assert labels[:3] == ["kernel", "demangled", "mangled"]
 
 
 def test_a_long_kernel_name_titles_the_panel_whole_on_hover(samples: Path) -> None:
-    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz")
     title = _by_id(node_panel(G, "graph_7_node_65"), "node-title")
     assert len(title.children) > 300 and title.title == title.children
 
@@ -350,7 +350,7 @@ def test_a_long_kernel_name_titles_the_panel_whole_on_hover(samples: Path) -> No
 def test_every_buffer_link_of_a_panel_has_its_own_id(samples: Path) -> None:
     # Two of this kernel's arguments point into one segment: two links to it, and ids alike
     # made Dash refuse the page opened at this node (?node=graph_7_node_65).
-    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid923" / "g8.json.gz")
+    G = graphscope.load(samples / "recordings" / "gpt-fast" / "pid1355" / "g8.json.gz")
     links = [
         c.id
         for c in walk(node_panel(G, "graph_7_node_65"))

@@ -102,10 +102,18 @@ def test_gpt_fast_recording_holds_the_empty_graph_inductor_makes_first() -> None
     assert sorted(real) == [1, 2] and real[2]["rerecord_of"] == real[1]["id"]
     assert real[1]["site"]["function"] == "decode_one_token"
     G = graphscope.load(rec.bundle_path(real[1]))
-    labels = [d["attribution"] for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
-    fused = [a["compiled"]["source_nodes"] for a in labels if "compiled" in a]
-    assert len(fused) == len(labels)  # every kernel was launched by Inductor's generated code
-    assert sum(1 for f in fused if f) >= 0.9 * len(fused)  # and it names what each fuses
+    kernels = [d for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    triton = [d["attribution"] for d in kernels if str(d["short_name"]).startswith("triton_")]
+    # Every kernel Inductor generated was launched by its generated code, which names what
+    # each fuses; a kernel it left to aten (gpt-fast's sampling: aten::randint) names its op.
+    assert triton and all("compiled" in a for a in triton)
+    fused = [
+        d["attribution"]["compiled"]["source_nodes"]
+        for d in kernels
+        if "compiled" in d["attribution"]
+    ]
+    assert len(fused) >= 0.9 * len(kernels) and sum(1 for f in fused if f) >= 0.9 * len(fused)
+    assert all("compiled" in d["attribution"] or d["attribution"]["op"] for d in kernels)
     # every other process of the run (Inductor's compile workers) made no graph
     others = [r for r in load_recordings(RECORDINGS / "gpt-fast") if not r.graphs]
     assert others and all("compile_worker" in process_label(r) for r in others)
@@ -133,7 +141,7 @@ def test_the_cli_reads_recording_folders(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["diff", folder, str(RECORDINGS / "spawn-worker")]) == 0
     out = capsys.readouterr().out
     assert out.count("cudaGraphExecUpdate SUCCESS") == 2 and "only in A" in out
-    bundle = str(RECORDINGS / "spawn-worker" / "pid571" / "g2.json.gz")
+    bundle = str(RECORDINGS / "spawn-worker" / "pid1060" / "g2.json.gz")
     assert main(["diff", folder, bundle]) == 2
     assert "is a recording and the other is a graph file" in capsys.readouterr().err
 
@@ -153,8 +161,8 @@ def test_a_broken_index_is_one_line_naming_the_file_and_field(
     tmp_path: Path, edit: object, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = tmp_path / "rec"
-    shutil.copytree(RECORDINGS / "torch-buckets" / "pid505", folder / "pid505")
-    index = folder / "pid505" / "recording.json"
+    shutil.copytree(RECORDINGS / "torch-buckets" / "pid959", folder / "pid959")
+    index = folder / "pid959" / "recording.json"
     doc = json.loads(index.read_text())
     edit(doc)  # type: ignore[operator]
     index.write_text(json.dumps(doc))
@@ -168,7 +176,7 @@ def test_a_broken_index_is_one_line_naming_the_file_and_field(
 def test_a_truncated_index_and_a_folder_without_one(tmp_path: Path) -> None:
     index = tmp_path / "pid1" / "recording.json"
     index.parent.mkdir()
-    index.write_text((RECORDINGS / "torch-buckets" / "pid505" / "recording.json").read_text()[:500])
+    index.write_text((RECORDINGS / "torch-buckets" / "pid959" / "recording.json").read_text()[:500])
     with pytest.raises(InputError, match=r"invalid JSON|truncated"):
         load_recording(index)
     with pytest.raises(InputError, match="not a recording folder"):
@@ -176,7 +184,7 @@ def test_a_truncated_index_and_a_folder_without_one(tmp_path: Path) -> None:
 
 
 def test_a_bundle_whose_recording_section_has_wrong_types_is_refused(tmp_path: Path) -> None:
-    source = RECORDINGS / "torch-buckets" / "pid505" / "g2.json.gz"
+    source = RECORDINGS / "torch-buckets" / "pid959" / "g2.json.gz"
     doc = json.loads(gzip.decompress(source.read_bytes()))
     doc["recording"]["graph"]["replays"] = [1, 2]
     bad = tmp_path / "bad.json.gz"
@@ -186,7 +194,7 @@ def test_a_bundle_whose_recording_section_has_wrong_types_is_refused(tmp_path: P
 
 
 def test_a_recording_bundle_round_trips(tmp_path: Path) -> None:
-    G = graphscope.load(RECORDINGS / "torch-buckets" / "pid505" / "g8.json.gz")
+    G = graphscope.load(RECORDINGS / "torch-buckets" / "pid959" / "g8.json.gz")
     for suffix in (".json.gz", ".dot"):
         H = graphscope.load(graphscope.save(G, tmp_path / f"g{suffix}"))
         assert H.graph["recording"] == G.graph["recording"]
@@ -282,7 +290,7 @@ def test_python_processes_a_program_starts_reach_the_recorder(tmp_path: Path) ->
 def test_an_empty_graph_round_trips_and_an_empty_foreign_dot_is_refused(tmp_path: Path) -> None:
     from graphscope.errors import DotFormatError
 
-    dump = RECORDINGS / "gpt-fast" / "pid923" / "g2.dot"
+    dump = RECORDINGS / "gpt-fast" / "pid1355" / "g2.dot"
     G = graphscope.load(dump)
     assert G.number_of_nodes() == 0 and G.graph["root_graph_ids"] == [1]
     for suffix in (".json.gz", ".dot"):
@@ -323,7 +331,7 @@ def test_record_refuses_a_folder_that_holds_a_recording_and_force_replaces_it(
     assert sorted(p.relative_to(out) for p in out.rglob("*")) == before
     assert not (tmp_path / "ran").exists()
 
-    done = _record(["--out", str(out / "pid571")], tmp_path)
+    done = _record(["--out", str(out / "pid1060")], tmp_path)
     assert done.returncode == 2 and "is one process's folder of a recording" in done.stderr
 
     done = _record(["--force", "--out", str(out)], tmp_path)
@@ -356,3 +364,56 @@ def test_record_s_default_folder_is_new_for_each_run(
         "graphscope-recording-20261204-210000-3",
     ]
     assert all(p.is_dir() for p in made)
+
+
+RECORDED_BUNDLES = sorted(RECORDINGS.glob("*/*/g*.json.gz"))
+
+
+@pytest.mark.parametrize(
+    "path", RECORDED_BUNDLES, ids=[f"{p.parent.parent.name}/{p.name}" for p in RECORDED_BUNDLES]
+)
+def test_no_recorded_node_lasts_longer_than_the_longest_replay(path: Path) -> None:
+    # Issue 25: the last traced launch came back stretched to a later flush, every node of it
+    # 2 to 94 ms long against a 0.2 ms replay, and the panel showed that as a node's max.
+    G = graphscope.load(path)
+    timing = G.graph.get("timing") or {}
+    if not timing.get("replays"):
+        pytest.skip("never replayed while traced")
+    longest = timing["replay_max_us"]
+    assert timing["replay_us"] <= longest
+    for key, data in G.nodes(data=True):
+        replay = data.get("replay")
+        if replay:
+            assert replay["max_us"] <= longest + 1e-6, (key, replay, longest)
+
+
+@pytest.mark.parametrize(
+    ("name", "kernels", "site"),
+    [
+        ("jax-decode", "gemm_fusion_dot_general", None),  # XLA's fusion names
+        ("cupy-graph", "cupy_", "cupy_graph.py"),
+        ("cuda-python-graph", None, "cuda_python_graph.py"),
+    ],
+)
+def test_a_program_without_torch_is_recorded_from_what_cuda_says(
+    name: str, kernels: str | None, site: str | None
+) -> None:
+    # Issue 25: only processes where torch initialised CUDA were recorded.
+    (rec,) = load_recordings(RECORDINGS / name)
+    assert rec.process["status"] == "finished"
+    (g,) = rec.graphs
+    G = graphscope.load(rec.bundle_path(g))
+    assert G.number_of_nodes() == g["nodes"] > 0 and g["replays"] > 0
+    names = [str(d.get("short_name")) for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
+    if kernels is None:
+        assert not names and {d["type"] for _, d in G.nodes(data=True)} == {"MEMSET", "MEMCPY"}
+    else:
+        assert names and all(n.startswith(kernels) for n in names), names
+    timing = G.graph["timing"]
+    assert timing["replays"] >= 5 and timing["unjoined_records"] == 0
+    assert all(d["replay"]["count"] == timing["replays"] for _, d in G.nodes(data=True))
+    assert g["attributed_nodes"] == 0  # module and op attribution are torch's
+    if site is not None:
+        assert g["site"]["file"].endswith(site) and g["capturer"] == "stream capture"
+    else:
+        assert g["capturer"] == "explicit"  # XLA builds its command buffers node by node

@@ -87,6 +87,15 @@ class _WhenTorchIsImported(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _watch_contexts() -> None:
+    """Start recording when any framework makes a CUDA context (capture/contexts.py)."""
+    try:
+        from graphscope.capture import contexts
+    except ImportError:
+        return  # said once torch initialises CUDA, if it does (_start_recording)
+    contexts.watch()
+
+
 try:
     _run_hidden_sitecustomize()
 finally:
@@ -95,3 +104,4 @@ finally:
             _torch_imported(sys.modules["torch"])
         else:
             sys.meta_path.insert(0, _WhenTorchIsImported())
+        _watch_contexts()

@@ -84,8 +84,10 @@ class Decoder(nn.Module):
 
 def capture(
     model: nn.Module, tokens: torch.Tensor, pos: torch.Tensor, buckets: list[int]
-) -> tuple[dict[int, torch.cuda.CUDAGraph], dict[int, torch.Tensor]]:
-    """A graph per bucket, in one pool, and each graph's output (``buckets`` ascending)."""
+) -> tuple[dict[int, torch.cuda.CUDAGraph], dict[int, torch.Tensor], float]:
+    """A graph per bucket, in one pool, each graph's output (``buckets`` ascending), and the
+    seconds spent in the captures themselves (``torch.cuda.graph``, instantiation included)."""
+    graph_s = 0.0
     outputs: dict[int, torch.Tensor] = {}
     graphs: dict[int, torch.cuda.CUDAGraph] = {}
     pool = torch.cuda.graph_pool_handle()
@@ -99,11 +101,14 @@ def capture(
         torch.cuda.current_stream().wait_stream(side)
         for bs in reversed(buckets):  # largest first, as SGLang does, so the pool is reused
             graph = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()
+            started = time.perf_counter()
             with torch.cuda.graph(graph, pool=pool):
                 outputs[bs] = model(tokens[:bs], pos)
+            graph_s += time.perf_counter() - started
             graphs[bs] = graph
     torch.cuda.synchronize()
-    return graphs, outputs
+    return graphs, outputs, graph_s
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,7 +129,7 @@ def main(argv: list[str] | None = None) -> None:
     tokens = torch.zeros(largest, 1, dtype=torch.long, device="cuda")  # static input
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
     started = time.perf_counter()
-    graphs, outputs = capture(model, tokens, pos, buckets)
+    graphs, outputs, graph_s = capture(model, tokens, pos, buckets)
     capture_s = time.perf_counter() - started
     generator = torch.Generator().manual_seed(1)
     sizes = torch.randint(1, largest + 1, (args.steps,), generator=generator).tolist()
@@ -145,10 +150,12 @@ def main(argv: list[str] | None = None) -> None:
             {
                 "program": "torch_buckets",
                 "capture_s": capture_s,
+                "graph_capture_s": graph_s,
                 "decode_s": decode_s,
                 "steps": args.steps,
                 "step_us": decode_s / args.steps * 1e6,
                 "replays_per_bucket": used,
+                "ended_at": time.time(),  # the program's last statement: see bench_record
             }
         ),
         flush=True,
