@@ -111,12 +111,22 @@ def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
     """The step report of one graph; its node keys link to ``source_id``'s DAG."""
     r = step_report(G)
     out: list[Any] = []
-    if r.eager_step_us is not None or r.replay_us is not None:
+    if r.has_step_timing:
         rows = step_rows(r)
         out += [
             html.H3("Eager step against graph replay"),
             _table(["", "eager", "graph"], rows, "step-table"),
         ]
+        if r.timing_source:
+            out.append(html.P(f"Timed from {r.timing_source}.", className="muted"))
+        if r.eager_step_us is None and r.eager_traced_step_us is None:
+            out.append(
+                html.P(
+                    "No eager step in this file: the program's own steps were not timed apart.",
+                    className="muted",
+                    id="no-eager",
+                )
+            )
         if r.speedup is not None:
             saved = r.cpu_overhead_reduction_pct
             out.append(
@@ -126,8 +136,14 @@ def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
                     id="speedup",
                 )
             )
-    else:
-        out.append(html.P("This file has no timing (a DOT dump carries none).", className="muted"))
+    elif r.untimed_reason:
+        out.append(
+            html.P(
+                r.untimed_reason[:1].upper() + r.untimed_reason[1:] + ".",
+                className="muted",
+                id="no-timing-reason",
+            )
+        )
     if r.critical_path_us is not None:
         text = (
             f"Critical path: {len(r.critical_path)} nodes, {us(r.critical_path_us)} of "
@@ -153,9 +169,27 @@ def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
             html.H3("Slowest nodes"),
             _table(["replay", "eager", "node", "name", "module"], rows, "top-nodes"),
         ]
+    if r.module_totals:
+        rows = [
+            [
+                us(m["replay_us"]),
+                f"{m['share_pct']:.1f}%",
+                f"{m['nodes']:,}",
+                m["module"],
+                f"{m['instances']:,}",
+                us(m["per_instance_us"]),
+            ]
+            for m in r.module_totals
+        ]
+        out += [
+            html.H3("Repeated modules, summed over their instances"),
+            _table(
+                ["replay", "share", "nodes", "module", "instances", "each"], rows, "module-totals"
+            ),
+        ]
     if r.top_modules:
         rows = [
-            [us(m["replay_us"]), f"{m['share_pct']:.1f}%", m["nodes"], m["module"]]
+            [us(m["replay_us"]), f"{m['share_pct']:.1f}%", f"{m['nodes']:,}", m["module"]]
             for m in r.top_modules
         ]
         out += [html.H3("Module groups"), _table(["replay", "share", "nodes", "module"], rows)]

@@ -647,3 +647,22 @@ def test_the_timeline_never_goes_before_zero() -> None:
     assert build_timeline(G).layout.xaxis.minallowed == 0
     assert zoom_window({"xaxis.range": [-300.0, 200.0]}) == (0.0, 200.0)
     assert zoom_window({"xaxis.range[0]": -5.0, "xaxis.range[1]": -1.0}) is False
+
+
+def test_the_report_page_of_a_recorded_graph_shows_its_replay_timing_not_no_timing() -> None:
+    # Issue 27, item 1: a recorded graph's report said "no timing (a DOT dump has none)" under
+    # "65 nodes, 65 timed in replay".
+    from graphscope.app.pages import report_page
+
+    G = graphscope.load(ROOT / "samples" / "recordings" / "gpt-fast" / "pid1355" / "g5.json.gz")
+    page = report_page(G, "f0")
+    shown = shown_text(page)
+    assert "no timing" not in shown.lower() and "Eager step against graph replay" in shown
+    assert "No eager step in this file" in shown
+    assert "Timed from the program's own replays, sampled by graphscope record." in shown
+    empty = graphscope.load(ROOT / "samples" / "recordings" / "gpt-fast" / "pid1355" / "g2.json.gz")
+    assert "An empty graph: no nodes" in shown_text(report_page(empty))
+    # A model of repeated layers: each layer stack summed over its instances.
+    llama = report_page(graphscope.load(LLAMA))
+    assert "Repeated modules, summed over their instances" in shown_text(llama)
+    assert "model.layers.*.self_attn" in shown_text(llama)
