@@ -223,7 +223,9 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 #: Programs whose start-up ``startup`` times: Python alone (a process that never uses CUDA,
 #: an engine's front end or a tokenizer worker), then one CUDA context made by each framework.
-STARTUP_PROGRAMS = {
+STARTUP_PROGRAMS: dict[str, str | None] = {
+    # No Python: no start-up hook runs, so this is graphscope record's own process alone.
+    "not Python (true): record's own process": None,
     "python, no CUDA": "pass",
     "torch: one tensor on the GPU": "import torch; torch.zeros(1).cuda(); torch.cuda.synchronize()",
     "jax: one array on the GPU": "import jax.numpy as jnp; jnp.ones(1).block_until_ready()",
@@ -237,16 +239,17 @@ def _startup(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     rows = []
     for label, code in STARTUP_PROGRAMS.items():
-        module = code.split()[1].split(".")[0] if code != "pass" else None
+        module = code.split()[1].split(".")[0] if code not in (None, "pass") else None
         if module and importlib.util.find_spec(module) is None:
             continue
+        program = ["true"] if code is None else [sys.executable, "-c", code]
         plain: list[float] = []
         recorded: list[float] = []
         for _ in range(args.repeats):
-            plain.append(_run([sys.executable, "-c", code])[0])
+            plain.append(_run(program)[0])
             with tempfile.TemporaryDirectory() as tmp:
                 command = [sys.executable, "-m", "graphscope", "record", "--out", tmp, "--"]
-                recorded.append(_run([*command, sys.executable, "-c", code])[0])
+                recorded.append(_run([*command, *program])[0])
         row = {
             "program": label,
             "unrecorded_s": statistics.median(plain),
