@@ -260,7 +260,7 @@ def compare_page(
             out.append(_table(["result", "node in B", "pair in A", "why"], rows))
     if d.replay_a_us is not None and d.replay_b_us is not None:
         out.append(html.P(f"Replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)}."))
-    config = [c for c in d.changed if c.fields]
+    config = d.configured
     if config:
         rows = [[node_link(c.a, a), node_link(c.b, b), c.name, _changes(c)] for c in config[:top]]
         out += [
@@ -268,7 +268,7 @@ def compare_page(
             *_cut(len(config), top, "nodes", "changed-shown"),
             _table(["A", "B", "name", "what changed"], rows),
         ]
-    args_only = sum(1 for c in d.changed if not c.fields)
+    args_only = len(d.args_only)
     if args_only:
         out.append(html.P(f"{args_only} nodes differ only in argument values.", className="muted"))
     all_timed = [c for c in d.timing if c.delta_us is not None]
@@ -306,7 +306,7 @@ def _cut(total: int, top: int, what: str, element_id: str) -> list[html.P]:
 def changed_keys(d: GraphDiff) -> list[str]:
     """B's nodes whose parameters changed: the compare page's "Changed parameters" (a node
     whose argument values alone differ is left out: between two captures most do)."""
-    return [c.b for c in d.changed if c.fields]
+    return [c.b for c in d.configured]
 
 
 def compare_note(d: GraphDiff, a: str, label_a: str, folded: bool = False) -> html.Div:

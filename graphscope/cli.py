@@ -499,7 +499,7 @@ def _diff_recordings(a: str, b: str, as_json: bool) -> int:
                 w(
                     f"  {ga['id']} <-> {gb['id']} (batch {ga.get('batch')}): {d.matched} nodes "
                     f"matched, {len(d.added)} added, {len(d.removed)} removed, "
-                    f"{len([c for c in d.changed if c.fields])} changed; "
+                    f"{len(d.configured)} changed; "
                     f"cudaGraphExecUpdate {verdict}{replay}\n"
                 )
         if not as_json:

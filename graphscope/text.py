@@ -132,8 +132,7 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
         delta = d.replay_b_us - d.replay_a_us
         pct = 100 * delta / d.replay_a_us if d.replay_a_us else 0.0
         w(f"  replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)} ({delta:+.1f} us, {pct:+.1f}%)\n")
-    config = [c for c in d.changed if c.fields]
-    args_only = [c for c in d.changed if not c.fields]
+    config, args_only = d.configured, d.args_only
     if config:
         w(f"  changed parameters ({len(config):,} nodes)\n")
         for c in config[:top]:

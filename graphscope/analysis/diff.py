@@ -77,6 +77,17 @@ class GraphDiff:
     replay_b_us: float | None = None
     update: UpdateVerdict | None = None
 
+    @property
+    def configured(self) -> list[NodeChange]:
+        """The changed pairs whose parameters differ (grid, block, kernel, sizes...), not only
+        their argument values: between two captures nearly every node's arguments differ."""
+        return [c for c in self.changed if c.fields]
+
+    @property
+    def args_only(self) -> list[NodeChange]:
+        """The changed pairs whose argument values alone differ."""
+        return [c for c in self.changed if not c.fields]
+
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         for entry in out["changed"] + out["timing"]:
