@@ -44,8 +44,10 @@ class ReplayTiming:
     replay_us: float | None = None  # one replay's GPU span, traced median
     replay_max_us: float | None = None  # the longest traced replay's GPU span
     gpu_busy_us: float | None = None  # one replay's GPU busy time, traced median
-    cpu_launch_us: float | None = None  # the graph launch call's CPU time (see cards.py)
-    cpu_launch_traced_us: float | None = None  # the same, traced (graphscope record)
+    # The graph launch call's CPU time, untraced median; bundles written before
+    # cpu_launch_traced_us was kept hold the traced median here (docs/FORMAT.md).
+    cpu_launch_us: float | None = None
+    cpu_launch_traced_us: float | None = None  # the same, traced
     replays: float | None = None  # replays timed
     tracing_overhead_pct: float | None = None
     graph_pool_bytes: float | None = None
