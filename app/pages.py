@@ -169,6 +169,34 @@ def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
             html.H3("Slowest nodes"),
             _table(["replay", "eager", "node", "name", "module"], rows, "top-nodes"),
         ]
+    g = r.graph_vs_eager
+    if g is not None:
+        slower = [x for x in g["rows"] if x["delta_us"] > 0]
+        out += [
+            html.H3("Graph against eager, node by node"),
+            html.P(
+                f"{g['compared']:,} nodes timed both ways: {us(g['graph_us'])} in replay "
+                f"against {us(g['eager_us'])} eagerly. {g['slower']:,} run slower in the graph, "
+                f"by {us(g['slower_us'])} in all; the others faster by {us(g['faster_us'])}. "
+                "One eager launch is noisier than a replay median: look at the large losses.",
+                id="graph-vs-eager-note",
+            ),
+        ]
+        if slower:
+            rows = [
+                [
+                    f"{x['delta_us']:+.2f} us",
+                    f"{x['ratio']:.2f}x",
+                    us(x["graph_us"]),
+                    us(x["eager_us"]),
+                    node_link(x["node"], source_id),
+                    x["name"],
+                    x.get("module") or "",
+                ]
+                for x in slower
+            ]
+            head = ["loss", "ratio", "replay", "eager", "node", "name", "module"]
+            out.append(_table(head, rows, "graph-vs-eager"))
     if r.module_totals:
         rows = [
             [

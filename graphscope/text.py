@@ -104,6 +104,19 @@ def render_report(path: str, r: StepReport, w: Write) -> None:
             eager_text = f"  eager {us(n['eager_us'])}" if n.get("eager_us") is not None else ""
             module = f"  {n['module']}" if n.get("module") else ""
             w(f"    {us(n['median_us']):>9}  {n['node']:<18} {n['name']}{eager_text}{module}\n")
+    g = r.graph_vs_eager
+    if g is not None:
+        w(
+            f"  graph against eager, node by node ({g['compared']:,} nodes with both): "
+            f"{us(g['graph_us'])} in replay against {us(g['eager_us'])} eagerly; "
+            f"{g['slower']:,} slower in the graph by {us(g['slower_us'])} in all\n"
+        )
+        for row in [x for x in g["rows"] if x["delta_us"] > 0][:5]:
+            module = f"  {row['module']}" if row.get("module") else ""
+            w(
+                f"    {row['delta_us']:+9.2f} us  {row['ratio']:5.2f}x  {row['node']:<18} "
+                f"{row['name']}{module}\n"
+            )
     if r.module_totals:
         w("  repeated modules, summed over their instances\n")
         for m in r.module_totals:

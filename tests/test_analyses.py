@@ -281,3 +281,27 @@ def test_histograms_and_bad_bucket_files(tmp_path: Path) -> None:
         read_buckets(BUNDLES)
     with pytest.raises(InputError, match=r"no \*\.buckets\.json"):
         read_buckets(tmp_path / "..")
+
+
+def test_graph_against_eager_node_by_node_sorts_the_losses_first() -> None:
+    # Issue 28, part 3: which nodes run slower inside the graph than eagerly.
+    from graphscope.analysis.node_times import node_times
+    from graphscope.analysis.report import step_report
+
+    G = graphscope.load(BUNDLES / "tiny-llama-b1.json.gz")
+    times = node_times(G)
+    assert times is not None and times.compared == G.number_of_nodes() == len(times.rows)
+    deltas = [r["delta_us"] for r in times.rows]
+    assert deltas == sorted(deltas, reverse=True)
+    assert times.slower == sum(1 for d in deltas if d > 0)
+    assert abs(times.graph_us - times.eager_us - (times.slower_us - times.faster_us)) < 1e-6
+    first = times.rows[0]
+    node = G.nodes[first["node"]]
+    assert first["graph_us"] == node["replay"]["median_us"]
+    assert first["eager_us"] == node["eager"]["duration_us"]
+    report = step_report(G, top=5)
+    assert report.graph_vs_eager is not None and len(report.graph_vs_eager["rows"]) == 5
+    # A DOT dump, and a recorded graph, have no eager side to compare with.
+    assert node_times(graphscope.load(BUNDLES / "tiny-llama-b1.dot")) is None
+    recorded = BUNDLES.parent / "recordings" / "gpt-fast" / "pid1355" / "g5.json.gz"
+    assert node_times(graphscope.load(recorded)) is None

@@ -666,3 +666,5 @@ def test_the_report_page_of_a_recorded_graph_shows_its_replay_timing_not_no_timi
     llama = report_page(graphscope.load(LLAMA))
     assert "Repeated modules, summed over their instances" in shown_text(llama)
     assert "model.layers.*.self_attn" in shown_text(llama)
+    assert "Graph against eager, node by node" in shown_text(llama)
+    assert "Graph against eager" not in shown  # a recording has no eager side
