@@ -48,6 +48,8 @@ button.link { border: none; background: none; color: #1a5fb4; cursor: pointer; p
 table.data { border-collapse: collapse; }
 table.data th, table.data td { padding: 2px 10px; text-align: left; border-bottom: 1px solid #eee; }
 table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
+.memory { margin-top: 10px; }
+.memory ul { margin-top: 4px; }
 .process { font-weight: 500; margin: 10px 0 4px; }
 .finding { border-left: 4px solid #999; padding: 4px 12px; margin: 8px 0; }
 .finding.warning { border-color: #d62728; } .finding.info { border-color: #1f77b4; }

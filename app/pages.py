@@ -22,7 +22,7 @@ from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
 from graphscope.recording import process_label
-from graphscope.text import mib, step_rows, us
+from graphscope.text import mib, render_ledger, step_rows, us
 
 from .sources import RecordedRun
 
@@ -545,6 +545,16 @@ def catalog_page(runs: list[RecordedRun]) -> list[Any]:
                     html.Table(
                         [html.Tr([html.Th(h) for h in head]), *rows],
                         className="data catalog",
+                    )
+                )
+            ledger_lines: list[str] = []
+            render_ledger(r.memory, ledger_lines.append)  # the lines graphscope inspect prints
+            if ledger_lines:
+                items = [line.strip() for line in "".join(ledger_lines).splitlines()]
+                out.append(
+                    html.Div(
+                        [html.B(items[0]), html.Ul([html.Li(x) for x in items[1:]])],
+                        className="memory",
                     )
                 )
             for note in r.notes:

@@ -8,6 +8,7 @@ from typing import Any
 from .analysis.buckets import BucketReport
 from .analysis.diff import GraphDiff
 from .analysis.lifecycle import ProcessReport, history
+from .analysis.memory import Ledger
 from .analysis.report import StepReport
 from .analysis.timing import read_eager_summary, read_timing
 
@@ -275,6 +276,7 @@ def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int
             )
         if len(r.rows) > top:
             w(f"    ... {len(r.rows) - top:,} more (--json for all)\n")
+        render_ledger(r.memory, w)
         for note in r.notes:
             w(f"  [{note.severity}] {note.code}: {note.title}\n")
             for line in note.details[:5]:
@@ -283,6 +285,34 @@ def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int
 
 def _ms(value: Any) -> str:
     return "-" if not isinstance(value, (int, float)) else f"{value:.1f} ms"
+
+
+def render_ledger(book: Ledger | None, w: Write) -> None:
+    """A process's graph memory: each pool, who holds it, what dropping a batch frees."""
+    if book is None or not (book.pools or book.unknown):
+        return
+    if not book.pools:
+        w(f"  memory: no pool recorded for {', '.join(book.unknown)} (pools are torch's)\n")
+        return
+    w(f"  memory: {len(book.pools):,} pool(s), {mib(book.total_bytes)} in all\n")
+    for p in book.pools:
+        held = ", ".join(
+            g + (f" (batch {b})" if b is not None else "")
+            for g, b in zip(p.graphs, p.batches, strict=True)
+        )
+        if p.shared:
+            frees = f"shared: freed only once all {len(p.graphs)} graphs are gone"
+        else:
+            frees = "private: dropping its graph frees it"
+        w(f"    pool {','.join(map(str, p.pool))}  {mib(p.bytes)}  {held}; {frees}\n")
+    own = {b: n for b, n in book.frees_by_batch.items() if n}
+    if own:
+        freed = ", ".join(f"batch {b}: {mib(n)}" for b, n in own.items())
+        w(f"    dropping every graph of one batch size frees  {freed}\n")
+    elif len(book.frees_by_batch) > 1:
+        w("    no batch size holds memory of its own: dropping one frees nothing\n")
+    if book.unknown:
+        w(f"    no pool recorded for {', '.join(book.unknown)} (pools are torch's)\n")
 
 
 def render_lifecycle(graphs: list[dict[str, Any]], w: Write) -> None:

@@ -488,6 +488,8 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     assert "torch_buckets.py:102 in capture" in text and "400 replays" in text
     assert "recorded again after g2: input 0: [4, 1] -> [2, 1]" in text
     assert "pool shared with 2 graphs" in text and "graph-per-size" in text
+    assert "memory: 1 pool(s), 34.0 MiB in all" in text  # the ledger graphscope inspect prints
+    assert "no batch size holds memory of its own: dropping one frees nothing" in text
     links = _buttons(page)
     assert [b.children for b in links] == ["g2", "g5", "g8"]
     source = links[1].id["source"]

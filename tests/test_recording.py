@@ -417,3 +417,33 @@ def test_a_program_without_torch_is_recorded_from_what_cuda_says(
         assert g["site"]["file"].endswith(site) and g["capturer"] == "stream capture"
     else:
         assert g["capturer"] == "explicit"  # XLA builds its command buffers node by node
+
+
+def test_the_memory_ledger_says_what_each_pool_holds_and_what_dropping_a_batch_frees(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 26, part 5. The sample's three buckets share one pool: dropping one frees nothing.
+    from graphscope.analysis.memory import ledger
+
+    book = ledger(_main_process("torch-buckets"))
+    ((pool),) = book.pools
+    assert pool.shared and pool.graphs == ["g2", "g5", "g8"] and pool.batches == [4, 2, 1]
+    assert book.total_bytes == pool.bytes == 34 * 2**20
+    assert book.frees_by_batch == {"1": 0, "2": 0, "4": 0}
+    # The same run with each graph in a pool of its own (torch.cuda.graph without pool=):
+    # dropping a batch size frees its graph's pool.
+    copy = tmp_path / "private"
+    shutil.copytree(RECORDINGS / "torch-buckets", copy)
+    (index,) = copy.glob("pid*/recording.json")
+    doc = json.loads(index.read_text())
+    for i, g in enumerate(doc["graphs"]):
+        g["pool"] = {"id": [9, i], "bytes": (i + 1) << 20, "shared_with": []}
+    index.write_text(json.dumps(doc))
+    (rec,) = load_recordings(copy)
+    book = ledger(rec)
+    assert [p.graphs for p in book.pools] == [["g8"], ["g5"], ["g2"]]  # largest first
+    assert book.frees_by_batch == {"1": 3 << 20, "2": 2 << 20, "4": 1 << 20}
+    assert main(["inspect", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "memory: 3 pool(s), 6.0 MiB in all" in out
+    assert "dropping every graph of one batch size frees  batch 1: 3.0 MiB" in out

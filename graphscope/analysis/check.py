@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..recording import Recording, process_label
-from .lifecycle import EAGER_SHARE_WARN_PCT, eager_share, pool_total, site_text
+from .lifecycle import EAGER_SHARE_WARN_PCT, eager_share, site_text
+from .memory import pool_total
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..recording import Recording, process_label
+from .memory import Ledger, ledger, pool_total
 
 #: Above this share of kernel time outside graphs in the sampled windows, say so.
 EAGER_SHARE_WARN_PCT = 50.0
@@ -119,22 +120,13 @@ class ProcessReport:
     eager_share_pct: float | None  # kernel time outside graphs in the sampled windows
     rows: list[dict[str, Any]]
     notes: list[Note]
+    memory: Ledger | None = None  # the pools and what dropping a batch frees
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["notes"] = [n.as_dict() for n in self.notes]
+        out["memory"] = self.memory.as_dict() if self.memory is not None else None
         return out
-
-
-def pool_total(recording: Recording) -> int | None:
-    """The bytes of a process's graph pools, each distinct pool counted once."""
-    pools: dict[tuple[Any, ...], int] = {}
-    for g in recording.graphs:
-        pool = g.get("pool")
-        if isinstance(pool, dict) and isinstance(pool.get("bytes"), int):
-            key = tuple(pool.get("id") or ()) or (g["id"],)
-            pools[key] = max(pools.get(key, 0), pool["bytes"])
-    return sum(pools.values()) if pools else None
 
 
 def eager_share(recording: Recording) -> float | None:
@@ -286,6 +278,7 @@ def process_report(recording: Recording) -> ProcessReport:
         eager_share_pct=eager_share(recording),
         rows=catalog(recording),
         notes=notes(recording),
+        memory=ledger(recording),
     )
 
 
