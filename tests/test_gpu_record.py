@@ -258,10 +258,15 @@ def test_a_program_without_torch_is_recorded(
     launched = sum(g["replays"] for g in real)
     if name == "jax-decode":
         assert launched >= line["steps"] // 2  # XLA runs the step as command buffers
+        # XLA builds its command buffers node by node: the jitted call that instantiated
+        # one is its site.
+        assert all(g["site"]["file"].endswith("jax_decode.py") for g in real), real
     else:
         assert launched == line.get("replays", line.get("launches"))
     _check_bundles(rec)
     assert main(["inspect", str(out)]) == 0
+    if name != "jax-decode":
+        assert all(g["site"]["file"].endswith(program) for g in real), real
 
 
 _PROFILER_HOLDS_CUPTI = """
