@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import platform
+import re
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, TypedDict
 
 import graphscope
@@ -39,9 +42,40 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
+_PROC = Path("/proc/driver/nvidia")
+# "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+_PROC_DRIVER = re.compile(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)*)\s")
+
+
+def _from_proc() -> dict[str, str | None] | None:
+    """GPU 0's name and the driver's version from the driver's own files, or None.
+
+    nvidia-smi takes a few hundred ms on a GPU machine, all of it in ``graphscope record``'s
+    wall time for a short program (issue 25); these files answer in microseconds. GPU folders
+    are named by PCI bus id, the order nvidia-smi lists GPUs in.
+    """
+    try:
+        found = _PROC_DRIVER.search((_PROC / "version").read_text(errors="replace"))
+        folders = sorted((_PROC / "gpus").iterdir())
+        info = (folders[0] / "information").read_text(errors="replace") if folders else ""
+    except OSError:
+        return None
+    name = next(
+        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("Model:")),
+        None,
+    )
+    if found is None or not name:
+        return None
+    return {"device": name, "driver": found.group(1)}
+
+
+@functools.cache
 def nvidia_smi() -> dict[str, str | None]:
-    """The GPU's name and driver version from nvidia-smi, which initialises no CUDA context
-    in this process (None each where it cannot be run)."""
+    """The GPU's name and driver version, which initialises no CUDA context in this process
+    (None each where neither the driver's files nor nvidia-smi say them)."""
+    quick = _from_proc()
+    if quick is not None:
+        return quick
     try:
         line = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],

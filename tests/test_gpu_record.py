@@ -209,11 +209,12 @@ def test_a_failing_callback_stops_recording_once_and_the_program_goes_on(
 ) -> None:
     import torch
     from graphscope.capture import record
+    from graphscope.capture.record.graphs import GraphWatch
 
     def broken(self: Any, cbdata: Any) -> None:
         raise RuntimeError("a planted failure")
 
-    monkeypatch.setattr(record.Recorder, "_exec_created", broken)
+    monkeypatch.setattr(GraphWatch, "_exec_created", broken)
     x = torch.zeros(16, device="cuda")
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from graphscope.capture import sites
-from graphscope.capture.record import Capture, Life, _pool_id, _rerecord_reason, _shape_changes
+from graphscope.capture.record.lives import Capture, Life, pool_id, rerecord_reason, shape_changes
 from graphscope.capture.sampling import Replays, Schedule
 
 from graphscope.recording import Settings
@@ -72,23 +72,23 @@ def _capture(**inputs: list[int]) -> Capture:
 
 def test_a_graph_recorded_again_says_which_inputs_changed() -> None:
     before, after = _capture(i0=[1, 1], i4=[1]), _capture(i0=[2, 1], i4=[1])
-    assert _shape_changes(before, after) == [{"input": 0, "from": [1, 1], "to": [2, 1]}]
-    life = Life("g5", 0, 5, 1, after, 0, None, shape_changes=_shape_changes(before, after))
-    assert _rerecord_reason(before, after, life) == "new input shapes"
-    same = Life("g8", 0, 8, 1, before, 0, None)
-    assert _rerecord_reason(before, _capture(i0=[1, 1], i4=[1]), same) == "same input shapes"
+    assert shape_changes(before, after) == [{"input": 0, "from": [1, 1], "to": [2, 1]}]
+    life = Life("g5", 5, 1, after, 0, None, shape_changes=shape_changes(before, after))
+    assert rerecord_reason(before, after, life) == "new input shapes"
+    same = Life("g8", 8, 1, before, 0, None)
+    assert rerecord_reason(before, _capture(i0=[1, 1], i4=[1]), same) == "same input shapes"
     recompiled = _capture(i0=[1, 1], i4=[1])
     before.function, recompiled.function = "FunctionID(id=0)", "FunctionID(id=1)"
-    assert "compiled the function again" in str(_rerecord_reason(before, recompiled, same))
+    assert "compiled the function again" in str(rerecord_reason(before, recompiled, same))
     unknown = Capture(began_ns=0, site=None, capturer="torch.cuda.graph")
-    assert _rerecord_reason(unknown, after, same) is None
+    assert rerecord_reason(unknown, after, same) is None
 
 
 def test_memory_pool_ids_in_every_form_torch_takes_them() -> None:
-    assert _pool_id((0, 3)) == (0, 3)
-    assert _pool_id(((0, 3),)) == (0, 3)  # older torch keeps (pool,)
-    assert _pool_id(SimpleNamespace(id=(1, 2))) == (1, 2)  # torch.cuda.MemPool
-    assert _pool_id(()) is None and _pool_id(None) is None and _pool_id("x") is None
+    assert pool_id((0, 3)) == (0, 3)
+    assert pool_id(((0, 3),)) == (0, 3)  # older torch keeps (pool,)
+    assert pool_id(SimpleNamespace(id=(1, 2))) == (1, 2)  # torch.cuda.MemPool
+    assert pool_id(()) is None and pool_id(None) is None and pool_id("x") is None
 
 
 def test_tensor_inputs_leave_static_ones_out_and_give_the_batch() -> None:
@@ -206,3 +206,26 @@ def test_inductor_s_cache_folder_is_asked_only_once_the_program_imports_inductor
     assert attribution.generated_code_dirs() == (str(cache) + "/",)
     later = _frame_in(cache / "zw" / "czw.py", "def call():\n    return grab()\n", "call")
     assert frames.user_frame(later) is not later
+
+
+def test_the_gpu_and_driver_are_read_from_the_driver_s_files_without_nvidia_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphscope.capture import environment
+
+    (tmp_path / "gpus" / "0000:1a:00.0").mkdir(parents=True)
+    (tmp_path / "gpus" / "0000:09:00.0").mkdir(parents=True)
+    (tmp_path / "version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+        "(dvs-builder@U22-I3-AM02-24-3)  Wed Nov 19 02:08:26 UTC 2025\nGCC version:  gcc 12.3\n"
+    )
+    (tmp_path / "gpus" / "0000:09:00.0" / "information").write_text(
+        "Model: \t\t NVIDIA H200\nIRQ:   \t\t 123\nBus Location: \t 0000:09:00.0\n"
+    )
+    (tmp_path / "gpus" / "0000:1a:00.0" / "information").write_text("Model: \t\t NVIDIA H100\n")
+    monkeypatch.setattr(environment, "_PROC", tmp_path)
+    assert environment._from_proc() == {"device": "NVIDIA H200", "driver": "580.159.04"}
+    (tmp_path / "version").write_text("something else\n")
+    assert environment._from_proc() is None  # then nvidia-smi is asked
+    monkeypatch.setattr(environment, "_PROC", tmp_path / "absent")
+    assert environment._from_proc() is None

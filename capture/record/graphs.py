@@ -1,0 +1,251 @@
+"""The graph lifecycle observer: stream captures, node labels, instantiation, updates, destruction.
+
+Its handlers run on the program's threads, inside the CUDA call that fired them. They note
+what the call says and what Python holds at that moment (the user's line, who captures, the
+inputs, the memory pool), and hand a :class:`Life` to the recorder. One job is not small: at
+``GRAPHEXEC_CREATED`` the graph is read while it lives (``grab.snapshot``: the dump and the
+driver's read), because the program may destroy it as soon as the call returns; parsing and
+building wait for the recorder's worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from .. import callbacks, grab, sites
+from .._cuda import cupti
+from ..pointers import named_roots, parameter_regions
+from .calls import Calls, Subscription
+from .lives import Capture, Life, pool_id, rerecord_reason, shape_changes
+
+if TYPE_CHECKING:
+    from .state import State
+
+_EXEC_UPDATE_RESULTS = (
+    "SUCCESS",
+    "ERROR",
+    "ERROR_TOPOLOGY_CHANGED",
+    "ERROR_NODE_TYPE_CHANGED",
+    "ERROR_FUNCTION_CHANGED",
+    "ERROR_PARAMETERS_CHANGED",
+    "ERROR_NOT_SUPPORTED",
+    "ERROR_UNSUPPORTED_FUNCTION_CHANGE",
+    "ERROR_ATTRIBUTES_CHANGED",
+)
+
+
+class GraphWatch:
+    """Follows every graph from its capture (or explicit building) to its destruction."""
+
+    def __init__(self, recorder: State) -> None:
+        self.rec = recorder
+        self.captures: dict[int, Capture] = {}  # stream handle -> capture running
+        self.by_graph: dict[int, Capture] = {}  # graph handle -> capture that made it
+        self.last_of_site: dict[tuple[Any, ...], Life] = {}
+        self.instantiating: dict[int, int] = {}  # thread id -> ns the instantiation began
+        self.capturing = 0  # stream captures running
+
+    def subscriptions(self, calls: Calls) -> list[Subscription]:
+        api = cupti()
+        res = api.CallbackDomain.RESOURCE
+        return [
+            (res, api.CallbackIdResource.GRAPHNODE_CREATED, self._node_created),
+            (res, api.CallbackIdResource.GRAPHEXEC_CREATE_STARTING, self._exec_starting),
+            (res, api.CallbackIdResource.GRAPHEXEC_CREATED, self._exec_created),
+            (res, api.CallbackIdResource.GRAPHEXEC_DESTROY_STARTING, self._exec_destroyed),
+            *calls.watch(("cudaStreamBeginCapture", "cuStreamBeginCapture"), self._capture_begins),
+            *calls.watch(("cudaStreamEndCapture", "cuStreamEndCapture"), self._capture_ends),
+            *calls.watch(("cudaGraphExecUpdate", "cuGraphExecUpdate"), self._exec_update),
+        ]
+
+    # -- stream capture -------------------------------------------------------------------------
+
+    def _node_created(self, cbdata: Any) -> None:
+        attribution = self.rec.attribution
+        if self.rec.stopped or not self.capturing or attribution is None:
+            return
+        api = cupti()
+        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
+        attribution.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
+
+    def _capture_begins(self, cbdata: Any, exiting: bool) -> None:
+        (stream,) = callbacks.param_words(cbdata, 1)
+        if exiting:
+            code = callbacks.return_code(cbdata)
+            if code and stream in self.captures:  # the capture never began
+                self.captures.pop(stream)
+                self._capture_done()
+            return
+        frame = sites.caller(1)
+        frames = self.rec.frames
+        assert frames is not None  # set before any observer is subscribed
+        capture = Capture(
+            began_ns=time.perf_counter_ns(),
+            site=sites.site(frames.user_frame(frame)),
+            capturer=sites.capturer(frame),
+            program_site=sites.site(frames.program_frame(frame)),
+        )
+        _read_inputs(capture, frame)
+        self.captures[stream] = capture
+        self.capturing += 1
+        attribution = self.rec.attribution
+        if self.capturing == 1 and attribution is not None:
+            attribution.root_inputs = None
+            attribution.activate()
+
+    def _capture_done(self) -> None:
+        self.capturing = max(0, self.capturing - 1)
+        if self.capturing == 0 and self.rec.attribution is not None:
+            self.rec.attribution.deactivate()
+
+    def _capture_ends(self, cbdata: Any, exiting: bool) -> None:
+        if not exiting:
+            return
+        stream, graph_out = callbacks.param_words(cbdata, 2)
+        capture = self.captures.pop(stream, None)
+        if capture is None:
+            return
+        capture.ended_ns = time.perf_counter_ns()
+        attribution = self.rec.attribution
+        if capture.inputs is None and attribution is not None:
+            capture.inputs = attribution.root_inputs
+            if capture.batch is None and capture.inputs:
+                capture.batch = sites.batch_of(capture.inputs)
+        frame = sites.caller(1)
+        kind = self.rec.cuda_graph_type
+        holder = sites.find_local(  # the torch.cuda.graph context, given pool=... or not
+            frame,
+            "self",
+            lambda v: kind is not None and isinstance(getattr(v, "cuda_graph", None), kind),
+        )
+        capture.pool = pool_id(getattr(holder, "pool", None))
+        owner = getattr(holder, "cuda_graph", None) or sites.find_local(
+            frame, "self", lambda v: kind is not None and isinstance(v, kind)
+        )
+        if owner is not None and capture.pool is None:
+            # A private pool: its pool() refuses until capture_end returns (we are inside
+            # it), so it is asked later, if the graph object takes a weak reference.
+            with contextlib.suppress(TypeError):
+                capture.owner = weakref.ref(owner)
+        self._capture_done()
+        if not callbacks.return_code(cbdata):
+            handle = callbacks.dereference(graph_out)
+            if handle:
+                self.by_graph[handle] = capture
+
+    # -- executable graphs ----------------------------------------------------------------------
+
+    def _exec_starting(self, cbdata: Any) -> None:
+        if not self.rec.stopped:
+            self.instantiating[threading.get_ident()] = time.perf_counter_ns()
+
+    def _exec_created(self, cbdata: Any) -> None:
+        rec = self.rec
+        if rec.stopped:
+            return
+        created = time.perf_counter_ns()
+        api = cupti()
+        data = api.GraphData.from_ptr(cbdata.resource_descriptor)
+        graph, exe = int(data.graph), int(data.graph_exec)
+        exec_id = int(api.get_graph_exec_id(exe))
+        began = self.instantiating.pop(threading.get_ident(), None)
+        capture = self.by_graph.pop(graph, None)
+        life = Life(
+            id=f"g{exec_id}",
+            exec_id=exec_id,
+            graph_id=None,
+            capture=capture,
+            instantiated_ns=created,
+            instantiate_ns=created - began if began is not None else None,
+        )
+        dot_tmp = rec.folder / f".{life.id}.dot.tmp"
+        try:
+            life.snapshot = grab.snapshot(graph, dot_tmp, rec.kernels)
+            life.dump_s, life.read_s = life.snapshot.dump_seconds, life.snapshot.seconds
+            life.graph_id = life.snapshot.graph_id
+            life.nodes = life.snapshot.nodes
+            life.kernels = len(life.snapshot.kernels)
+            life.dot_tmp = dot_tmp
+        except Exception as exc:  # this graph goes unread; the others are still recorded
+            life.error = f"could not read the graph at instantiation: {exc}"
+            dot_tmp.unlink(missing_ok=True)
+        attribution = rec.attribution
+        if attribution is not None and life.graph_id is not None:
+            labels = attribution.labels
+            mine = [k for k in labels if k >> 32 == life.graph_id]
+            life.labels = {k: labels.pop(k) for k in mine}
+            if life.nodes:
+                try:
+                    roots = attribution.live_roots()
+                    life.parameters = parameter_regions(named_roots(roots)) if roots else None
+                except Exception:  # a module torn down mid-walk: named later, if still alive
+                    life.parameters = None
+        if capture is not None and life.nodes:
+            # An empty graph (CUDA graph trees make one first) is no earlier recording.
+            earlier = self.last_of_site.get(capture.key())
+            if earlier is not None:
+                life.rerecord_of = earlier.id
+                life.shape_changes = shape_changes(earlier.capture, capture)
+                life.rerecord_reason = rerecord_reason(earlier.capture, capture, life)
+            self.last_of_site[capture.key()] = life
+        if capture is None and rec.frames is not None:
+            frame = sites.caller(1)
+            life.instantiated_site = sites.site(rec.frames.user_frame(frame))
+            life.instantiated_program_site = sites.site(rec.frames.program_frame(frame))
+        life.grab_ns = time.perf_counter_ns() - created
+        rec.add_life(exe, life)
+
+    def _exec_destroyed(self, cbdata: Any) -> None:
+        if self.rec.stopped:
+            return
+        exe = int(cupti().GraphData.from_ptr(cbdata.resource_descriptor).graph_exec)
+        self.rec.destroyed(exe, time.perf_counter_ns())
+
+    def _exec_update(self, cbdata: Any, exiting: bool) -> None:
+        if not exiting:
+            return
+        exe, _, info = callbacks.param_words(cbdata, 3)
+        code = callbacks.return_code(cbdata)
+        result = None
+        if info:  # CUDA 12+: cudaGraphExecUpdateResultInfo*, whose first field is the result
+            value = callbacks.read_int(info)
+            if 0 <= value < len(_EXEC_UPDATE_RESULTS):
+                result = _EXEC_UPDATE_RESULTS[value]
+        life = self.rec.by_exec.get(exe)
+        if life is not None:
+            life.updates.append(
+                {
+                    "at_s": self.rec.since_s(time.perf_counter_ns()),
+                    "ok": code == 0,
+                    "result": result or ("SUCCESS" if code == 0 else f"error {code}"),
+                }
+            )
+            self.rec.dirty = True
+
+
+def _read_inputs(capture: Capture, frame: Any) -> None:
+    """The inputs' shapes and the batch, where the capturing code holds them."""
+    node = sites.find_local(frame, "self", lambda v: type(v).__name__ == "CUDAGraphNode")
+    if node is not None:  # Inductor's CUDA graph trees, inside CUDAGraphNode._record
+        inputs = sites.find_local(frame, "inputs", lambda v: isinstance(v, list))
+        wrapped = getattr(node, "wrapped_function", None)
+        static = set(getattr(wrapped, "static_input_idxs", ()) or ())
+        capture.function = str(getattr(wrapped, "id", "")) or None
+        if inputs is not None:
+            capture.inputs = sites.tensor_inputs(inputs, static)
+            capture.batch = sites.batch_of(capture.inputs)
+        return
+    if capture.capturer == "vllm":  # CUDAGraphWrapper holds its BatchDescriptor
+        descriptor = sites.find_local(frame, "batch_descriptor", lambda v: True)
+        tokens = getattr(descriptor, "num_tokens", None)
+        if isinstance(tokens, int):
+            capture.batch = tokens
+    elif capture.capturer == "sglang":  # CudaGraphRunner.capture_one_batch_size(bs, ...)
+        bs = sites.find_local(frame, "bs", lambda v: isinstance(v, int))
+        if isinstance(bs, int):
+            capture.batch = bs

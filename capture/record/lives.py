@@ -1,0 +1,150 @@
+"""What the recorder knows of each graph: the capture that made it and its life after."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from ..sampling import Replays
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from .. import grab, sites
+    from ..attribution import Label
+    from ..pointers import Region
+
+LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
+
+# An input whose shape changed between two captures from one site ("from" is a keyword).
+ShapeChange = TypedDict("ShapeChange", {"input": int, "from": list[int] | None, "to": list[int]})
+
+
+@dataclass
+class Capture:
+    """A stream capture, from its beginning to the graph it made."""
+
+    began_ns: int
+    site: sites.Site | None  # the innermost frame outside torch and graphscope
+    capturer: str
+    program_site: sites.Site | None = None  # the program's own line (not a package's)
+    inputs: list[sites.TensorInput] | None = None  # the non-static tensor inputs
+    batch: int | None = None
+    function: str | None = None  # Inductor's function id: one compiled function's graphs
+    ended_ns: int | None = None
+    pool: tuple[int, ...] | None = None
+    owner: Any = None  # weak reference to the torch.cuda.CUDAGraph, asked for its pool later
+
+    def key(self) -> tuple[Any, ...]:
+        """What makes two captures the same site: a new graph there is a re-record.
+
+        Inductor's function id is left out: torch.compile recompiling for new shapes and then
+        recording is, to the user, the same call site recording again.
+        """
+        where = [
+            s.get(k) if s else None
+            for s in (self.site, self.program_site)
+            for k in ("file", "line")
+        ]
+        return (self.capturer, *where)
+
+
+@dataclass
+class Life:
+    """One executable graph, from capture to destruction."""
+
+    id: str
+    exec_id: int
+    graph_id: int | None
+    capture: Capture | None
+    instantiated_ns: int
+    instantiate_ns: int | None
+    grab_ns: int = 0
+    dump_s: float | None = None  # of grab_ns: cudaGraphDebugDotPrint
+    read_s: float | None = None  # of grab_ns: the driver's read of the nodes
+    snapshot: grab.Snapshot | None = None
+    labels: dict[int, Label] = field(default_factory=dict)
+    # The parameters of the modules that ran in its capture, read at instantiation: the
+    # bundle is built later, when a program's model may be gone (a main() that returned).
+    parameters: list[Region] | None = None
+    dot_tmp: Path | None = None
+    bundle: str | None = None
+    dot: str | None = None
+    nodes: int | None = None
+    kernels: int | None = None
+    build_ms: float | None = None
+    error: str | None = None
+    local_ids: dict[int, str] = field(default_factory=dict)
+    replays: int = 0
+    traced: int = 0
+    timed: Replays = field(default_factory=Replays)
+    launch_ns: deque[int] = field(default_factory=lambda: deque(maxlen=LAUNCHES_KEPT))
+    timing: dict[str, Any] | None = None
+    written_with: int = -1  # traced replays the written bundle holds (-1: none written)
+    written: tuple[Any, ...] = ()  # what the written bundle's recording section reflects
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    destroyed_ns: int | None = None
+    rerecord_of: str | None = None
+    rerecord_reason: str | None = None
+    shape_changes: list[ShapeChange] = field(default_factory=list)
+    pool_bytes: int | None = None
+    attributed: int | None = None
+    graph: nx.DiGraph | None = None  # the built graph, kept to rewrite with timing
+    # A graph built without stream capture (XLA's command buffers, cudaGraphAdd*): the
+    # program's lines that instantiated it, where the instantiating thread runs Python.
+    instantiated_site: sites.Site | None = None
+    instantiated_program_site: sites.Site | None = None
+
+
+def median_us(values: Iterable[int]) -> float | None:
+    """The median of nanosecond figures, in us; None for none."""
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] / 1e3 if ordered else None
+
+
+def shape_changes(before: Capture | None, after: Capture) -> list[ShapeChange]:
+    """The non-static inputs whose shape differs between two captures from one site."""
+    if before is None or before.inputs is None or after.inputs is None:
+        return []
+    old = {i["input"]: i for i in before.inputs}  # static inputs are left out of `inputs`
+    changes: list[ShapeChange] = []
+    for entry in after.inputs:
+        was = old.get(entry["input"])
+        if was is None or was["shape"] != entry["shape"]:
+            changes.append(
+                {
+                    "input": entry["input"],
+                    "from": was["shape"] if was else None,
+                    "to": entry["shape"],
+                }
+            )
+    return changes
+
+
+def pool_id(value: Any) -> tuple[int, ...] | None:
+    """A memory pool id from what torch.cuda.graph was given: a handle (a pair of ints),
+    ``(handle,)`` as older torch stores it, or a ``torch.cuda.MemPool``."""
+    value = getattr(value, "id", value)
+    if isinstance(value, tuple) and len(value) == 1:
+        value = getattr(value[0], "id", value[0])
+    if isinstance(value, tuple) and value and all(isinstance(x, int) for x in value):
+        return tuple(value)
+    return None
+
+
+def rerecord_reason(before: Capture | None, after: Capture, life: Life) -> str | None:
+    """Why a site recorded again, as far as the two captures tell."""
+    if life.shape_changes:
+        return "new input shapes"
+    if before is None or before.inputs is None or after.inputs is None:
+        return None
+    if (
+        before.function is not None
+        and after.function is not None
+        and before.function != after.function
+    ):
+        return "same input shapes; torch.compile compiled the function again"
+    return "same input shapes"

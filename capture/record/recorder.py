@@ -1,0 +1,184 @@
+"""The recorder of one process: its observers on the one CUPTI subscriber, and its worker.
+
+Observers (``graphs.GraphWatch``, ``launches.LaunchSampler``, ``skips.SkipListener``) note
+what happens on the program's threads. The worker, a thread of the recorder's, builds bundles
+(``bundles.Builder``), collects timing records and rewrites the index (``index``) while the
+program rests, so a killed program leaves a readable recording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+
+from graphscope.errors import CaptureError
+from graphscope.recording import Settings
+
+from .. import callbacks, sites
+from .bundles import Builder
+from .calls import Calls, Subscription
+from .graphs import GraphWatch
+from .index import process_info, write_index
+from .launches import LaunchSampler
+from .skips import SkipListener
+from .state import State
+
+# Bundles are built, timing records collected and bundles rewritten with them while the
+# program rests: no graph grabbed or launched for this long. That work parses dumps, scans
+# the process's objects for modules and takes CUPTI's buffers, all holding the GIL the
+# program's own thread needs. A program that never rests gets it done at exit, or once
+# BUILD_LATEST_S have passed.
+BUILD_QUIET_S = 1.0
+BUILD_LATEST_S = 120.0
+INDEX_EVERY_S = 2.0  # the index is rewritten at most this often while the program runs
+TICK_S = 0.2  # the worker's pace
+JOIN_S = 60.0  # at exit, how long the worker's build under way is waited for
+
+
+class Recorder(State):
+    """Records the graphs of this process into ``run_dir/<pid or rank>/``."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], settings: Settings | None = None):
+        super().__init__(run_dir, settings)
+        self._finished = False
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._subscribed: list[Subscription] = []
+        self.calls = Calls(lambda: self.stopped)
+        self.graphs = GraphWatch(self)
+        self.launches = LaunchSampler(self)
+        self.skips = SkipListener()
+        self.builder = Builder(self)
+
+    # -- starting and stopping ---------------------------------------------------------------
+
+    def start(self) -> Recorder:
+        """Subscribe the observers to CUPTI and start the worker; raises CaptureError if
+        refused.
+
+        torch is used where the program imported it (module attribution, the allocator's
+        memory map, ``torch.cuda.graph``'s pools), never imported here: a JAX, CuPy or
+        cuda-python process is recorded with what CUDA itself says."""
+        self.torch = sys.modules.get("torch")
+        from ..attribution import Attribution, generated_code_dirs, library_paths
+
+        if self.settings.attribution and self.torch is not None:  # its frames serve ours too
+            self.attribution = Attribution()
+            self.frames = self.attribution.frames
+        else:
+            self.frames = sites.Frames(library_paths(self.torch), generated_code_dirs)
+        self.cuda_graph_type = getattr(getattr(self.torch, "_C", None), "_CUDAGraph", None)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.process = process_info(self.pid, self.started_at)
+        sub = callbacks.subscriber()
+        try:
+            for domain, cbid, handler in [
+                *self.graphs.subscriptions(self.calls),
+                *self.launches.subscriptions(self.calls),
+            ]:
+                sub.on(domain, cbid, handler, self._failed)
+                self._subscribed.append((domain, cbid, handler))
+            self.launches.start()
+        except CaptureError:
+            self._unsubscribe()
+            raise
+        self.skips.start()
+        self.write_index()
+        self._thread = threading.Thread(target=self._run, name="graphscope-record", daemon=True)
+        self._thread.start()
+        return self
+
+    def _unsubscribe(self) -> None:
+        sub = callbacks.subscriber()
+        for domain, cbid, handler in self._subscribed:
+            with contextlib.suppress(Exception):
+                sub.off(domain, cbid, handler)
+        self._subscribed = []
+
+    def finish(self) -> None:
+        """Stop recording, build what is left, write final bundles and the index. Idempotent."""
+        if self._finished:
+            return
+        self._finished = True
+        self.stopped = True
+        self._wake.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=JOIN_S)
+        try:
+            self._unsubscribe()
+            self.launches.stop()
+            if self.attribution is not None:
+                self.attribution.deactivate()
+            self.builder.build_pending()
+            for life in list(self.lives):
+                self.builder.write(life, final=True)
+        finally:
+            if self.status == "running":
+                self.status = "finished"
+            self.write_index(ended=True)
+            self.skips.stop()
+
+    def _failed(self, exc: BaseException) -> None:
+        """A callback raised: say so once, stop recording; the program goes on."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.status = "stopped"
+        self.stop_reason = f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(
+            f"graphscope record: pid {self.pid}: recording stopped ({self.stop_reason}); "
+            "the program goes on unrecorded\n"
+        )
+        self.dirty = True
+        self._wake.set()
+
+    def write_index(self, ended: bool = False) -> None:
+        write_index(self, self.launches.summary(self.lives_now()), self.skips.fallbacks(), ended)
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while not self.stopped:
+                self._wake.wait(TICK_S)
+                self._wake.clear()
+                if self.stopped:
+                    break
+                self._tick()
+        except BaseException as exc:
+            self._failed(exc)
+        if self.status == "stopped":
+            self._unsubscribe()
+            self.launches.stop()
+            self.write_index()
+
+    def _tick(self) -> None:
+        now = time.perf_counter_ns()
+        launches = self.launches
+        capturing = self.graphs.capturing
+        if self.skips.changed:
+            self.skips.changed = False
+            self.dirty = True
+        busy = max(self.last_grab_ns, launches.last_launch_ns)
+        idle = now - busy >= BUILD_QUIET_S * 1e9 and not capturing
+        waited = [life for life in self.lives if life.snapshot is not None]
+        overdue = bool(waited) and now - waited[0].instantiated_ns >= BUILD_LATEST_S * 1e9
+        if launches.records_since_ns and not launches.tracing:
+            overdue = overdue or now - launches.records_since_ns >= BUILD_LATEST_S * 1e9
+        if not (idle or overdue) or capturing:
+            if self.dirty and now - self.index_written_ns >= INDEX_EVERY_S * 1e9:
+                self.write_index()
+            return
+        self.builder.build_pending()
+        launches.collect()
+        for life in list(self.lives):
+            with self.records_lock:  # CUPTI's thread may be adding records
+                timed = life.timed.count
+            first_timed = timed >= min(self.settings.first, life.traced) > 0
+            if life.bundle is not None and life.written_with < self.settings.first and first_timed:
+                self.builder.write(life)
+        if self.dirty and now - self.index_written_ns >= INDEX_EVERY_S * 1e9:
+            self.write_index()

@@ -1,0 +1,57 @@
+"""The fallback observer: what Inductor and torch say when a function runs without CUDA graphs.
+
+They say it to artifact loggers, silent unless enabled; a handler of ours still hears them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from typing import Any
+
+_SKIP_LOGGERS = (
+    "torch._inductor.cudagraph_utils.__cudagraphs",
+    "torch._inductor.cudagraph_utils.__perf_hints",
+    "torch._inductor.cudagraph_trees.__cudagraphs",
+    "torch._inductor.cudagraph_trees.__perf_hints",
+)
+REASONS_KEPT = 50
+REASON_CHARS = 300
+
+
+class SkipListener(logging.Handler):
+    """Keeps each distinct reason once (its first line), the first ``REASONS_KEPT``."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.reasons: list[str] = []
+        self.changed = False  # a reason arrived since the index was last written
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with contextlib.suppress(Exception):
+            text = record.getMessage().strip().splitlines()[0][:REASON_CHARS]
+            if text not in self.reasons and len(self.reasons) < REASONS_KEPT:
+                self.reasons.append(text)
+                self.changed = True
+
+    def start(self) -> None:
+        for name in _SKIP_LOGGERS:
+            logging.getLogger(name).addHandler(self)
+
+    def stop(self) -> None:
+        for name in _SKIP_LOGGERS:
+            logging.getLogger(name).removeHandler(self)
+
+    def fallbacks(self) -> dict[str, Any]:
+        """The index's ``fallbacks`` section: Inductor's skip count, where torch keeps one,
+        and the reasons heard."""
+        out: dict[str, Any] = {}
+        utils = sys.modules.get("torch._dynamo.utils")
+        counters = getattr(utils, "counters", None)
+        if counters is not None:
+            with contextlib.suppress(Exception):
+                out["inductor_cudagraph_skips"] = int(counters["inductor"]["cudagraph_skips"])
+        if self.reasons:
+            out["reasons"] = list(self.reasons)
+        return out

@@ -1,0 +1,92 @@
+"""What a recorder's observers and its worker share: the process's graphs and the run's status.
+
+Observers write it from the program's threads (and CUPTI's), the worker reads it from its
+own; ``lock`` guards the graph lists, ``records_lock`` each graph's timing records.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from graphscope.recording import Settings
+
+from .. import introspect
+from ..environment import now_iso
+
+if TYPE_CHECKING:
+    from .. import sites
+    from ..attribution import Attribution
+    from .lives import Life
+
+
+def int_env(name: str) -> int | None:
+    value = os.environ.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+def process_folder_name(pid: int) -> str:
+    """``pid<P>``, or ``rank<R>-pid<P>`` where the launcher says the rank."""
+    rank = int_env("RANK")
+    return f"rank{rank}-pid{pid}" if rank is not None else f"pid{pid}"
+
+
+class State:
+    """One process's recording as it stands."""
+
+    def __init__(self, run_dir: str | os.PathLike[str], settings: Settings | None = None):
+        self.run_dir = Path(run_dir)
+        self.settings = settings or Settings()
+        self.pid = os.getpid()
+        self.started_ns = time.perf_counter_ns()
+        self.started_at = now_iso()
+        self.folder = self.run_dir / process_folder_name(self.pid)
+        self.lives: list[Life] = []
+        self.by_exec: dict[int, Life] = {}  # live executable graphs, by handle
+        self.by_exec_id: dict[int, Life] = {}  # every graph, by CUPTI's exec id
+        self.notes: list[str] = []
+        self.status = "running"
+        self.stop_reason: str | None = None
+        self.stopped = False
+        self.dirty = True  # the index is behind what is known
+        self.index_written_ns = 0
+        self.last_grab_ns = 0
+        self.process: dict[str, Any] = {}
+        # What observers read from the program, set as recording starts.
+        self.torch: Any = None
+        self.attribution: Attribution | None = None
+        self.frames: sites.Frames | None = None
+        self.cuda_graph_type: Any = None
+        self.kernels = introspect.KernelReader()
+        self.lock = threading.Lock()
+        self.records_lock = threading.Lock()  # records arrive on CUPTI's thread too
+
+    def since_s(self, ns: int) -> float:
+        return (ns - self.started_ns) / 1e9
+
+    def add_life(self, exe: int, life: Life) -> None:
+        """A graph was instantiated (and read, if it could be)."""
+        with self.lock:
+            self.lives.append(life)
+            self.by_exec[exe] = life
+            self.by_exec_id[life.exec_id] = life
+            self.last_grab_ns = time.perf_counter_ns()
+            self.dirty = True
+
+    def destroyed(self, exe: int, at_ns: int) -> None:
+        life = self.by_exec.pop(exe, None)
+        if life is not None:
+            life.destroyed_ns = at_ns
+            self.dirty = True
+
+    def lives_now(self) -> list[Life]:
+        with self.lock:
+            return list(self.lives)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes and len(self.notes) < 100:
+            self.notes.append(text)
+            self.dirty = True
