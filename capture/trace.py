@@ -1,4 +1,4 @@
-"""CUPTI activity tracing with cupti-python: GPU work and CUDA API calls as plain dicts.
+"""CUPTI activity tracing: GPU work and CUDA API calls as plain dicts (``activities``).
 
 Records are copied out of CUPTI's buffers only when they are flushed, after the traced work:
 consuming records inside a timed loop once cost 52 ms per 110k records (DESIGN.md), so the
@@ -13,9 +13,10 @@ from typing import Any, Protocol
 
 from graphscope.errors import CaptureError
 
+from . import activities
 from ._cuda import cupti
+from .activities import Record
 
-_BUFFER_BYTES = 64 << 20
 # CUPTI's device-side record buffers (3.2 MB by default) fill every replay or two of a
 # 10,000-kernel graph; at 32 MB the traced replays ran 22.5% over untraced ones, not 34.6%.
 _DEVICE_BUFFER_BYTES = 32 << 20
@@ -23,32 +24,9 @@ _DEVICE_BUFFER_BYTES = 32 << 20
 GPU_KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
 #: What an eager step is traced with: GPU work and the CPU thread's CUDA calls.
 EAGER_KINDS = ("RUNTIME", "DRIVER", *GPU_KINDS)
-# Fields copied from each record kind, when the record has them.
-_FIELDS = (
-    "start",
-    "end",
-    "name",
-    "correlation_id",
-    "graph_id",
-    "graph_node_id",
-    "stream_id",
-    "bytes",
-    "copy_kind",
-    "value",
-    "cbid",
-    "thread_id",
-    "grid_x",
-    "grid_y",
-    "grid_z",
-    "block_x",
-    "block_y",
-    "block_z",
-    "dynamic_shared_memory",
-)
 # CUPTI's callback names carry the API version: cudaLaunchKernel_v7000.
 _VERSION_SUFFIX = re.compile(r"_v\d+$")
 _callbacks_registered = False
-_fields_of: dict[int, tuple[str, ...]] = {}
 _active: Consumer | None = None
 
 
@@ -59,20 +37,17 @@ def _set_size_attribute(attribute: Any, value: int) -> None:
     cupti().activity_set_attribute(attribute, ctypes.addressof(size), ctypes.addressof(data))
 
 
-def _buffer_requested() -> tuple[int, int]:
-    return _BUFFER_BYTES, 0
-
-
-def _buffer_completed(activities: list[Any]) -> None:
+def _buffer_completed(records: list[Record]) -> None:
     consumer = _active
     if consumer is not None:
-        consumer.consume(activities)
+        consumer.consume(records)
 
 
 class Consumer(Protocol):
-    """What takes CUPTI's activity records as buffers complete (one at a time per process)."""
+    """What takes CUPTI's activity records as buffers complete (one at a time per process):
+    one dict per record, ``kind`` (``"concurrent_kernel"``) and ``activities.FIELDS``."""
 
-    def consume(self, activities: list[Any]) -> None: ...
+    def consume(self, records: list[Record]) -> None: ...
 
 
 def start_activities(consumer: Consumer, kinds: tuple[str, ...]) -> None:
@@ -84,7 +59,7 @@ def start_activities(consumer: Consumer, kinds: tuple[str, ...]) -> None:
     try:
         if not _callbacks_registered:
             _set_size_attribute(api.ActivityAttribute.ATTR_DEVICE_BUFFER_SIZE, _DEVICE_BUFFER_BYTES)
-            api.activity_register_callbacks(_buffer_requested, _buffer_completed)
+            activities.register(_buffer_completed)
             _callbacks_registered = True
         _active = consumer
         enable_kinds(kinds)
@@ -128,26 +103,11 @@ class ActivityTrace:
     def __init__(self, kinds: tuple[str, ...] = GPU_KINDS):
         self.kinds = kinds
         self.records: list[dict[str, Any]] = []
-        api = cupti()
-        self.kind_names = {int(getattr(api.ActivityKind, k)): k.lower() for k in kinds}
+        self.kinds_read = {k.lower() for k in kinds}
 
-    def consume(self, activities: list[Any]) -> None:
-        kinds = self.kind_names
-        out = self.records
-        for activity in activities:
-            code = int(activity.kind)
-            kind = kinds.get(code)
-            if kind is None:
-                continue
-            fields = _fields_of.get(code)
-            if fields is None:  # which fields this record type has, asked once per kind
-                fields = _fields_of[code] = tuple(f for f in _FIELDS if hasattr(activity, f))
-            record: dict[str, Any] = {"kind": kind}
-            for name in fields:
-                value = getattr(activity, name)
-                if value is not None:
-                    record[name] = value if isinstance(value, (int, str)) else int(value)
-            out.append(record)
+    def consume(self, records: list[Record]) -> None:
+        kinds = self.kinds_read
+        self.records += [r for r in records if r["kind"] in kinds]
 
     def __enter__(self) -> ActivityTrace:
         start_activities(self, self.kinds)

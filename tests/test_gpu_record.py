@@ -201,6 +201,11 @@ def test_record_in_a_process_sees_updates_and_explicit_launches(tmp_path: Path) 
     launched = [g for g in rec.graphs if g["replays"]]
     assert len(launched) == 1 and launched[0]["replays"] == 8
     assert launched[0]["destroyed_at_s"] is not None
+    # Timed from records read in place (activities.Buffers), not cupti-python's objects.
+    from graphscope.capture import activities
+
+    assert activities._buffers is not None
+    assert launched[0]["replay_us"] is not None and launched[0]["replay_us"] > 0
     _check_bundles(rec)
 
 

@@ -229,3 +229,62 @@ def test_the_gpu_and_driver_are_read_from_the_driver_s_files_without_nvidia_smi(
     assert environment._from_proc() is None  # then nvidia-smi is asked
     monkeypatch.setattr(environment, "_PROC", tmp_path / "absent")
     assert environment._from_proc() is None
+
+
+def _dtype(fields: dict[str, tuple[str, int, int]], itemsize: int) -> SimpleNamespace:
+    """A stand-in for one of cupti-python's numpy record dtypes: name -> (kind, size, offset)."""
+    return SimpleNamespace(
+        fields={
+            name: (SimpleNamespace(kind=kind, itemsize=size), offset)
+            for name, (kind, size, offset) in fields.items()
+        },
+        itemsize=itemsize,
+    )
+
+
+def test_activity_records_are_read_in_place_at_their_layout_s_offsets() -> None:
+    import ctypes
+    import struct
+
+    from graphscope.capture.activities import Reader, layout
+
+    kernel = _dtype(
+        {
+            "kind": ("i", 4, 0),
+            "cache_config": ("V", 1, 4),  # a nested field: not read
+            "start": ("u", 8, 16),
+            "end": ("u", 8, 24),
+            "correlation_id": ("u", 4, 92),
+            "name": ("i", 8, 104),
+            "graph_node_id": ("u", 8, 144),
+            "padding3": ("V", 7, 209),
+        },
+        216,
+    )
+    memset = _dtype({"kind": ("i", 4, 0), "value": ("u", 4, 4), "start": ("u", 8, 16)}, 88)
+    reader = Reader({10: layout("CONCURRENT_KERNEL", kernel), 2: layout("MEMSET", memset)})
+    name = ctypes.create_string_buffer(b"void gemm<float>(float*)")
+    buffer = bytearray(216 + 88 + 88 + 216)
+    struct.pack_into("<i", buffer, 0, 10)
+    struct.pack_into("<QQ", buffer, 16, 1000, 1500)
+    struct.pack_into("<I", buffer, 92, 77)
+    struct.pack_into("<q", buffer, 104, ctypes.addressof(name))
+    struct.pack_into("<Q", buffer, 144, (5 << 32) | 3)
+    struct.pack_into("<iI", buffer, 216, 2, 0xAB)
+    struct.pack_into("<Q", buffer, 216 + 16, 2000)
+    struct.pack_into("<i", buffer, 304, 99)  # a kind without a layout: left out
+    struct.pack_into("<i", buffer, 392, 10)  # a kernel with no name pointer
+    records = reader.records(memoryview(buffer), iter([0, 216, 304, 392]))
+    assert records == [
+        {
+            "kind": "concurrent_kernel",
+            "start": 1000,
+            "end": 1500,
+            "correlation_id": 77,
+            "name": "void gemm<float>(float*)",
+            "graph_node_id": (5 << 32) | 3,
+        },
+        {"kind": "memset", "value": 0xAB, "start": 2000},
+        {"kind": "concurrent_kernel", "start": 0, "end": 0, "correlation_id": 0}
+        | {"graph_node_id": 0},
+    ]

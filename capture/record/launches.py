@@ -19,6 +19,7 @@ from ..trace import GPU_KINDS, enable_kinds, start_activities, stop_activities
 from .calls import Calls, Subscription
 
 if TYPE_CHECKING:
+    from ..activities import Record
     from .lives import Life
     from .state import State
 
@@ -120,26 +121,25 @@ class LaunchSampler:
             with contextlib.suppress(Exception):
                 cupti().activity_flush_all(0)
 
-    def consume(self, activities: list[Any]) -> None:
+    def consume(self, records: list[Record]) -> None:
         """Route kernel, copy and memset records to their graph; count the eager ones."""
-        eager_ns = eager = count = 0
+        eager_ns = eager = 0
         by_exec_id = self.rec.by_exec_id
         with self.rec.records_lock:
-            for activity in activities:
-                node = getattr(activity, "graph_node_id", 0)
-                start, end = activity.start, activity.end
-                count += 1
+            for record in records:
+                node = record.get("graph_node_id", 0)
+                start, end = record["start"], record["end"]
                 if node:
                     life = by_exec_id.get(node >> 32)
                     if life is not None:
-                        life.timed.add(node, start, end, activity.correlation_id)
+                        life.timed.add(node, start, end, record["correlation_id"])
                 else:
                     eager += 1
                     eager_ns += end - start
-        self.records += count
+        self.records += len(records)
         self.eager_kernels += eager
         self.eager_kernel_ns += eager_ns
-        if count:
+        if records:
             self.rec.dirty = True
 
     def summary(self, lives: list[Life]) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from graphscope.errors import CaptureError
 from graphscope.recording import Settings
 
 from .. import callbacks, sites
+from .._cuda import driver
 from .bundles import Builder
 from .calls import Calls, Subscription
 from .graphs import GraphWatch
@@ -142,6 +143,11 @@ class Recorder(State):
 
     def _run(self) -> None:
         try:
+            # cuda-python's driver module, which reads each graph at instantiation, imports in
+            # a few hundred ms: here, while the program loads its model, not inside the
+            # program's first capture (whose instantiation would wait for it).
+            with contextlib.suppress(Exception):
+                driver()
             while not self.stopped:
                 self._wake.wait(TICK_S)
                 self._wake.clear()
