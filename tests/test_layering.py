@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,34 @@ def test_python_m_graphscope_from_a_checkout_finds_app_and_capture() -> None:
     assert Path(core).parent == root / "graphscope"
     assert Path(app).parent == root / "app"
     assert Path(capture).parent == root / "capture"
+
+
+@pytest.mark.parametrize(
+    ("program", "watched"),
+    [
+        ("pass", False),  # a process that never uses CUDA
+        ("import json, decimal, math", False),  # the standard library's extensions
+        ("import ctypes", True),  # CUDA through ctypes
+        ("import markupsafe._speedups", True),  # an installed extension, as jaxlib or cupy
+    ],
+)
+def test_the_start_up_hook_watches_for_contexts_only_once_compiled_code_loads(
+    program: str, watched: bool, tmp_path: Path
+) -> None:
+    """graphscope record's hook in a process without torch: CUPTI (cupti-python, numpy,
+    libcupti) is asked for contexts from the first extension module outside the standard
+    library, before its code runs; a pure-Python process never pays for it."""
+    from graphscope.capture import record
+
+    from graphscope.recording import Settings
+
+    code = (
+        f"{program}\n"
+        "import sys\n"
+        "print('graphscope.capture.contexts' in sys.modules, 'torch' in sys.modules)\n"
+    )
+    env = {**os.environ, **record.child_environment(tmp_path, Settings())}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert result.stdout.split() == [str(watched), "False"], result.stderr

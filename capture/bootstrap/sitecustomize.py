@@ -5,8 +5,9 @@ start-up in the program and in every Python process it starts (multiprocessing s
 forkserver workers, subprocesses). It does almost nothing until the process imports torch:
 then it asks torch to start graphscope's recorder when CUDA is initialised, which is before
 any graph can be captured, and never in a process that does not use CUDA (CUDA must not be
-initialised in a process that will fork workers). The sitecustomize this file hides, if there
-is one, is run first.
+initialised in a process that will fork workers). A process without torch is watched for a
+CUDA context from the first extension module it loads (``capture/contexts.py``). The
+sitecustomize this file hides, if there is one, is run first.
 """
 
 from __future__ import annotations
@@ -96,6 +97,49 @@ def _watch_contexts() -> None:
     contexts.watch()
 
 
+_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+class _WhenAnExtensionLoads:
+    """Watches for CUDA contexts from the first extension module outside the standard library.
+
+    CUDA is reached from Python through compiled code: JAX's, CuPy's, cuda-python's, Numba's,
+    a C++ extension's, ctypes. Subscribing to CUPTI imports cupti-python (with numpy) and
+    libcupti: 0.37 s of the 0.52 s that ``graphscope record`` added to ``python -c pass`` on the
+    H200 (benchmarks/bench_record.py startup), which a process that never loads such code (an
+    engine's front end, a tokenizer worker) is now spared. The extension's own code has
+    not run yet when this fires, so no context it makes is missed. torch keeps its own start
+    (_WhenTorchIsImported): its contexts are recorded from there, not from here.
+    """
+
+    def __init__(self) -> None:
+        self._create = importlib.machinery.ExtensionFileLoader.create_module
+        self._fired = False
+
+    def install(self) -> None:
+        hook = self
+
+        def create_module(loader: Any, spec: importlib.machinery.ModuleSpec) -> Any:
+            hook.fire(str(getattr(loader, "path", "") or ""))
+            return hook._create(loader, spec)
+
+        loader_class: Any = importlib.machinery.ExtensionFileLoader
+        loader_class.create_module = create_module
+
+    def fire(self, path: str) -> None:
+        if self._fired:
+            return
+        stdlib = path.startswith(_STDLIB) and not any(part in path for part in _INSTALLED)
+        if stdlib and "_ctypes" not in os.path.basename(path):
+            return
+        self._fired = True
+        loader_class: Any = importlib.machinery.ExtensionFileLoader
+        loader_class.create_module = self._create
+        if "torch" not in sys.modules:
+            _watch_contexts()
+
+
 try:
     _run_hidden_sitecustomize()
 finally:
@@ -104,4 +148,5 @@ finally:
             _torch_imported(sys.modules["torch"])
         else:
             sys.meta_path.insert(0, _WhenTorchIsImported())
-        _watch_contexts()
+        if "torch" not in sys.modules:
+            _WhenAnExtensionLoads().install()
