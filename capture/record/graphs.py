@@ -53,8 +53,13 @@ class GraphWatch:
     def subscriptions(self, calls: Calls) -> list[Subscription]:
         api = cupti()
         res = api.CallbackDomain.RESOURCE
+        # Each node created calls into Python (cupti-python builds its callback's objects):
+        # asked for only where nodes are labelled.
+        labels: list[Subscription] = []
+        if self.rec.attribution is not None:
+            labels.append((res, api.CallbackIdResource.GRAPHNODE_CREATED, self._node_created))
         return [
-            (res, api.CallbackIdResource.GRAPHNODE_CREATED, self._node_created),
+            *labels,
             (res, api.CallbackIdResource.GRAPHEXEC_CREATE_STARTING, self._exec_starting),
             (res, api.CallbackIdResource.GRAPHEXEC_CREATED, self._exec_created),
             (res, api.CallbackIdResource.GRAPHEXEC_DESTROY_STARTING, self._exec_destroyed),
