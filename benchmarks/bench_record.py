@@ -3,7 +3,7 @@
     python benchmarks/bench_record.py grab [--layers 200] [--json F]
     python benchmarks/bench_record.py overhead [--repeats 3] [--steps 3000] [--gpt-fast DIR]
     python benchmarks/bench_record.py startup [--repeats 5]
-    python benchmarks/bench_record.py deep [--layers 500] [--repeats 2]
+    python benchmarks/bench_record.py deep [--layers 500] [--repeats 2] [--parts]
 
 ``grab``: a real model graph of >= 10,000 nodes (gpt-fast's ``Transformer`` when ``--gpt-fast``
 is given, else the decoder of ``tests/record_programs/torch_buckets.py``, ``--layers`` deep),
@@ -265,10 +265,18 @@ def _startup(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+#: ``deep --parts``: the recorded run again with each of its costly parts turned off.
+DEEP_PARTS = {
+    "recorded, --no-attribution": ["--no-attribution"],
+    "recorded, no timing (--every 0 --first 0)": ["--every", "0", "--first", "0"],
+}
+
+
 def _deep(args: argparse.Namespace) -> list[dict[str, Any]]:
     """A deep graph of a real decoder's layers (torch_buckets, ``--layers`` deep, dim 256,
     batch 4), run unrecorded and recorded alternately: its capture, the program's whole run,
-    and the seconds from its last statement to the process's exit."""
+    and the seconds from its last statement to the process's exit. ``--parts`` adds recorded
+    runs with attribution off and with timing off, to show what each part costs."""
     program = [
         str(PROGRAMS / "torch_buckets.py"),
         "--buckets",
@@ -282,13 +290,16 @@ def _deep(args: argparse.Namespace) -> list[dict[str, Any]]:
         "--steps",
         "200",
     ]
-    runs: dict[str, list[dict[str, float]]] = {"unrecorded": [], "recorded": []}
+    variants: dict[str, list[str] | None] = {"unrecorded": None, "recorded": []}
+    if args.parts:
+        variants.update(DEEP_PARTS)
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in variants}
     nodes = grab_us = None
     for _ in range(args.repeats):
-        for name in runs:
+        for name, options in variants.items():
             with tempfile.TemporaryDirectory() as tmp:
-                prefix = [] if name == "unrecorded" else [sys.executable, "-m", "graphscope"]
-                prefix += [] if name == "unrecorded" else ["record", "--out", tmp, "--"]
+                prefix = [] if options is None else [sys.executable, "-m", "graphscope"]
+                prefix += [] if options is None else ["record", "--out", tmp, *options, "--"]
                 wall, lines = _run([*prefix, sys.executable, *program])
                 exited = time.time()
                 line = lines[0]
@@ -309,25 +320,32 @@ def _deep(args: argparse.Namespace) -> list[dict[str, Any]]:
         name: {key: statistics.median(r[key] for r in rows) for key in rows[0]}
         for name, rows in runs.items()
     }
+    base = med["unrecorded"]
     row = {
         "graph": f"torch_buckets decoder, {args.layers} layers, dim 256, batch 4",
         "nodes": nodes,
-        "unrecorded": med["unrecorded"],
-        "recorded": med["recorded"],
-        "capture_ratio": med["recorded"]["graph_capture_s"] / med["unrecorded"]["graph_capture_s"],
+        **med,
+        "capture_ratio": med["recorded"]["graph_capture_s"] / base["graph_capture_s"],
         "wait_us_per_node": grab_us,
     }
     print(
-        f"{row['graph']}: {nodes} nodes. Capture {med['unrecorded']['graph_capture_s']:.3f} s "
+        f"{row['graph']}: {nodes} nodes. Capture {base['graph_capture_s']:.3f} s "
         f"unrecorded, {med['recorded']['graph_capture_s']:.3f} s recorded "
         f"({row['capture_ratio']:.2f}x; target <= 1.25x); the program waited "
         f"{grab_us:.1f} us per node at instantiation (target <= 20); from the last statement "
-        f"to exit {med['unrecorded']['tail_s']:.2f} s unrecorded, "
+        f"to exit {base['tail_s']:.2f} s unrecorded, "
         f"{med['recorded']['tail_s']:.2f} s recorded (target <= 10 s); whole run "
-        f"{med['unrecorded']['wall_s']:.2f} s unrecorded, {med['recorded']['wall_s']:.2f} s "
+        f"{base['wall_s']:.2f} s unrecorded, {med['recorded']['wall_s']:.2f} s "
         f"recorded (medians of {args.repeats})",
         flush=True,
     )
+    for name in DEEP_PARTS if args.parts else ():
+        part = med[name]
+        print(
+            f"  {name}: capture {part['graph_capture_s']:.3f} s, last statement to exit "
+            f"{part['tail_s']:.2f} s, whole run {part['wall_s']:.2f} s",
+            flush=True,
+        )
     return [row]
 
 
@@ -340,6 +358,9 @@ def main() -> None:
     parser.add_argument("--gpt-fast", default=os.environ.get("GPT_FAST_DIR"))
     parser.add_argument(
         "--every-replay", action="store_true", help="also record with every replay traced"
+    )
+    parser.add_argument(
+        "--parts", action="store_true", help="deep: also record with attribution, timing off"
     )
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
