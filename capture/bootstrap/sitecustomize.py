@@ -12,11 +12,13 @@ sitecustomize this file hides, if there is one, is run first.
 
 from __future__ import annotations
 
+import builtins
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -102,40 +104,67 @@ _INSTALLED = ("site-packages", "dist-packages")
 
 
 class _WhenAnExtensionLoads:
-    """Watches for CUDA contexts from the first extension module outside the standard library.
+    """Watches for CUDA contexts once the process loads compiled code from outside the standard
+    library: an extension module of an installed package, or ctypes.
 
     CUDA is reached from Python through compiled code: JAX's, CuPy's, cuda-python's, Numba's,
     a C++ extension's, ctypes. Subscribing to CUPTI imports cupti-python (with numpy) and
     libcupti: 0.37 s of the 0.52 s that ``graphscope record`` added to ``python -c pass`` on the
     H200 (benchmarks/bench_record.py startup), which a process that never loads such code (an
-    engine's front end, a tokenizer worker) is now spared. The extension's own code has
-    not run yet when this fires, so no context it makes is missed. torch keeps its own start
-    (_WhenTorchIsImported): its contexts are recorded from there, not from here.
+    engine's front end, a tokenizer worker) is now spared.
+
+    The watch starts when the import statement that loaded the extension has finished, not
+    inside it: cupti-python imports numpy, and graphscope imports ctypes, either of which may
+    be the package half-way through importing. That is before the program can call into the
+    package; a package that makes a CUDA context while it is imported is not seen. torch keeps
+    its own start (_WhenTorchIsImported): its contexts are recorded from there.
     """
 
     def __init__(self) -> None:
         self._create = importlib.machinery.ExtensionFileLoader.create_module
-        self._fired = False
+        self._import = builtins.__import__
+        self._local = threading.local()  # this thread's depth in import statements
+        self._pending = False
+        self._done = False
 
     def install(self) -> None:
         hook = self
 
         def create_module(loader: Any, spec: importlib.machinery.ModuleSpec) -> Any:
-            hook.fire(str(getattr(loader, "path", "") or ""))
+            hook.loading(str(getattr(loader, "path", "") or ""))
             return hook._create(loader, spec)
+
+        def importing(*args: Any, **kwargs: Any) -> Any:
+            local = hook._local
+            local.depth = getattr(local, "depth", 0) + 1
+            try:
+                return hook._import(*args, **kwargs)
+            finally:
+                local.depth -= 1
+                if hook._pending and not local.depth:
+                    hook.watch()
 
         loader_class: Any = importlib.machinery.ExtensionFileLoader
         loader_class.create_module = create_module
+        builtins.__import__ = importing
 
-    def fire(self, path: str) -> None:
-        if self._fired:
+    def loading(self, path: str) -> None:
+        if self._pending or self._done:
             return
         stdlib = path.startswith(_STDLIB) and not any(part in path for part in _INSTALLED)
         if stdlib and "_ctypes" not in os.path.basename(path):
             return
-        self._fired = True
         loader_class: Any = importlib.machinery.ExtensionFileLoader
         loader_class.create_module = self._create
+        self._pending = True
+        if not getattr(self._local, "depth", 0):  # importlib.import_module, not a statement
+            self.watch()
+
+    def watch(self) -> None:
+        if self._done:
+            return
+        self._done, self._pending = True, False
+        builtins.__import__ = self._import
         if "torch" not in sys.modules:
             _watch_contexts()
 
