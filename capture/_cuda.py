@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import functools
 import importlib
 from types import ModuleType
@@ -44,30 +42,6 @@ def nvrtc() -> ModuleType:
 
 def cupti() -> ModuleType:
     return require("cupti.cupti")
-
-
-@functools.cache
-def libcupti() -> ctypes.CDLL | None:
-    """The libcupti cupti-python loaded, for the calls graphscope makes through ctypes (the
-    ones where cupti-python's per-record or per-callback Python objects cost too much); None
-    where it cannot be found, and cupti-python is used throughout."""
-    api = cupti()
-    # cupti-python loads libcupti at its first call; asking a callback's name touches no
-    # device and makes no context (a process that forks workers must stay fork-safe).
-    with contextlib.suppress(Exception):
-        api.get_callback_name(api.CallbackDomain.RUNTIME_API, 1)
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            paths = [line.rstrip("\n").split(maxsplit=5)[-1] for line in maps]
-    except OSError:
-        return None
-    found = next((p for p in paths if "/libcupti.so" in p), None)
-    if found is None:
-        return None
-    try:
-        return ctypes.CDLL(found)
-    except OSError:
-        return None
 
 
 def check(result: Any, what: str = "CUDA call") -> Any:

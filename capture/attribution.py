@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
-from .callbacks import graph_handles, subscriber
+from .callbacks import subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
 from .sites import Frames, TensorInput, tensor_inputs
 
@@ -173,8 +173,9 @@ class Attribution:
         self.labels[packed] = label
 
     def _node_created(self, cbdata: Any) -> None:
-        _, node, _ = graph_handles(cbdata)
-        self.label(int(cupti().get_graph_node_id(node)), sys._getframe(1))
+        api = cupti()
+        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
+        self.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
 
     def note_failure(self, tb: TracebackType | None) -> None:
         """Remember where an op raised; the first failure wins."""

@@ -288,34 +288,3 @@ def test_activity_records_are_read_in_place_at_their_layout_s_offsets() -> None:
         {"kind": "concurrent_kernel", "start": 0, "end": 0, "correlation_id": 0}
         | {"graph_node_id": 0},
     ]
-
-
-def test_callback_data_is_read_in_place_at_cupti_s_offsets(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import ctypes
-    import struct
-
-    from graphscope.capture import callbacks
-
-    # cupti-python 13.0.1's callback_data_dtype, resource_data_dtype and graph_data_dtype.
-    offsets = {"callback_site": 0, "correlation_id": 64, "resource_descriptor": 16}
-    offsets |= {"graph": 0, "node": 16, "graph_exec": 48}
-    monkeypatch.setattr(callbacks, "_offsets", lambda: offsets)
-    call = ctypes.create_string_buffer(72)
-    struct.pack_into("<i", call, 0, 1)  # API_EXIT
-    struct.pack_into("<I", call, 64, 4242)
-    raw = callbacks.RawCallback(ctypes.addressof(call))
-    assert (raw.callback_site, raw.correlation_id) == (1, 4242)
-    graph = ctypes.create_string_buffer(56)
-    struct.pack_into("<QQQ", graph, 0, 0xA0, 0, 0xB0)
-    struct.pack_into("<Q", graph, 48, 0xC0)
-    resource = ctypes.create_string_buffer(24)
-    struct.pack_into("<Q", resource, 16, ctypes.addressof(graph))
-    assert callbacks.graph_handles(callbacks.RawCallback(ctypes.addressof(resource))) == (
-        0xA0,
-        0xB0,
-        0xC0,
-    )
-    empty = ctypes.create_string_buffer(24)
-    assert callbacks.graph_handles(callbacks.RawCallback(ctypes.addressof(empty))) == (0, 0, 0)

@@ -74,8 +74,9 @@ class GraphWatch:
         attribution = self.rec.attribution
         if self.rec.stopped or not self.capturing or attribution is None:
             return
-        _, node, _ = callbacks.graph_handles(cbdata)
-        attribution.label(int(cupti().get_graph_node_id(node)), sys._getframe(1))
+        api = cupti()
+        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
+        attribution.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
 
     def _capture_begins(self, cbdata: Any, exiting: bool) -> None:
         (stream,) = callbacks.param_words(cbdata, 1)
@@ -153,8 +154,10 @@ class GraphWatch:
         if rec.stopped:
             return
         created = time.perf_counter_ns()
-        graph, _, exe = callbacks.graph_handles(cbdata)
-        exec_id = int(cupti().get_graph_exec_id(exe))
+        api = cupti()
+        data = api.GraphData.from_ptr(cbdata.resource_descriptor)
+        graph, exe = int(data.graph), int(data.graph_exec)
+        exec_id = int(api.get_graph_exec_id(exe))
         began = self.instantiating.pop(threading.get_ident(), None)
         capture = self.by_graph.pop(graph, None)
         life = Life(
@@ -205,7 +208,7 @@ class GraphWatch:
     def _exec_destroyed(self, cbdata: Any) -> None:
         if self.rec.stopped:
             return
-        _, _, exe = callbacks.graph_handles(cbdata)
+        exe = int(cupti().GraphData.from_ptr(cbdata.resource_descriptor).graph_exec)
         self.rec.destroyed(exe, time.perf_counter_ns())
 
     def _exec_update(self, cbdata: Any, exiting: bool) -> None:
