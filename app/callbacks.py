@@ -16,17 +16,18 @@ from typing import Any
 import dash
 from dash import Patch, html
 
+from graphscope.analysis.addresses import prepare
 from graphscope.analysis.diff import diff
+from graphscope.analysis.folding import GROUP, enclosing
+from graphscope.analysis.search import match_count
 
 from . import page_callbacks, pages
 from .cards import card_divs, untimed
 from .components import COLOURS, HIDDEN, PAGES, Drawing, Outputs, no_selection, page_layout
 from .figure import build_figure, has_timing, minimap, node_hovers, ring_at
-from .groups import GROUP, enclosing
 from .marks import mark_traces
-from .panel import node_panel, prepare
+from .panel import node_panel
 from .placement import Layout
-from .search import match_count
 from .state import ViewState, default_grouping, drawn_as, is_open, opened_to
 from .timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
 
@@ -394,7 +395,8 @@ def ring(
 def hovers(view: ViewState, rings: Any, grouping: Any) -> Any:
     """The nodes' hover texts, patched in once the DAG is drawn (they are most of its bytes:
     1.5 of 2.3 MB at 10,000 nodes, and first paint there took 3.4 s with them, 2.0 without);
-    and what the node panel looks up across the graph is built then too (``panel.prepare``).
+    and what the node panel looks up across the graph is built then too
+    (``analysis.addresses.prepare``).
     """
     source_id = rings.get("source") if isinstance(rings, dict) else None
     G = view.graph(source_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .search import BUFFER_SEARCH
+from graphscope.analysis.search import BUFFER_SEARCH
 
 # ``rings`` once the DAG holding it (its ring trace last) is drawn in the page. What is drawn
 # after the DAG (hover texts, the timeline) waits for this: fetched at once, it arrived first

@@ -11,10 +11,10 @@ from typing import Any
 import networkx as nx
 import plotly.graph_objects as go
 
+from graphscope.analysis.folding import GROUP, is_block
 from graphscope.model import display_name, origin_of, replay_median
 from graphscope.names import kernel_label
 
-from .groups import GROUP, is_block
 from .placement import LABEL_LIMIT, Layout
 
 #: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
 from typing import Any
 
 import networkx as nx
 from dash import dcc, html
 from dash.development.base_component import Component
 
+from graphscope.analysis.addresses import addresses, known_addresses
 from graphscope.analysis.timing import IMPLAUSIBLE_SPANS, plausible_max_us
 from graphscope.model import display_name, module_of, module_text, node_key, owner_of
 
@@ -318,32 +318,6 @@ def _arguments(data: dict[str, Any]) -> list[Any]:
     return [html.H4(f"Arguments ({len(args)})"), table]
 
 
-# Where each kernel-argument address of a graph points, by address: the capture resolves kernel
-# arguments only, and a copy or memset to the very same address points to the same place.
-_KNOWN: weakref.WeakKeyDictionary[nx.DiGraph, dict[int, dict[str, Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def prepare(G: nx.DiGraph) -> None:
-    """Build what a node's panel looks up across the whole graph (where each kernel-argument
-    address points), so that no click waits for it: on the 100,064-node graph, the first
-    click on a copy took 0.28 to 0.40 s more while it was built."""
-    _known_addresses(G)
-
-
-def _known_addresses(G: nx.DiGraph) -> dict[int, dict[str, Any]]:
-    if G not in _KNOWN:
-        known: dict[int, dict[str, Any]] = {}
-        for _, data in G.nodes(data=True):
-            for p in data.get("pointers") or ():
-                # A bundle's pointer entries are kept as written: one may lack its address.
-                if isinstance(p.get("address"), int) and (p.get("buffer") or p.get("segment")):
-                    known.setdefault(p["address"], p)
-        _KNOWN[G] = known
-    return _KNOWN[G]
-
-
 def _breakable(name: str) -> Any:
     """``name`` with line-break chances after its dots, colons, slashes and commas."""
     parts = [p for p in _BREAK.split(name) if p]
@@ -363,52 +337,6 @@ def _place(name: Any, offset: Any) -> Any:
     if isinstance(shown, list):
         return [*shown, suffix] if suffix else shown
     return shown + suffix
-
-
-def _endpoint(data: dict[str, Any], side: str) -> tuple[str, str, str] | None:
-    """A copy's ``side`` ("src" or "dst"): (label, address field, position) from whichever
-    field the dump filled: runtime-types ``src_ptr.ptr``, else verbose ``src.device``, ``.host``
-    or ``.array`` (the one the memory type names, else the first non-zero)."""
-    if isinstance(data.get(f"{side}_ptr.ptr"), int):
-        return side, f"{side}_ptr.ptr", _position([data.get(f"{side}_pos.{a}") for a in "xyz"])
-    fields = [f for f in ("device", "host", "array") if isinstance(data.get(f"{side}.{f}"), int)]
-    if not fields:
-        return None
-    memory = str(data.get(f"{side}.memory_type", "")).split(" ")[0].lower()
-    chosen = [f for f in fields if f == memory] or [f for f in fields if data[f"{side}.{f}"]]
-    field = (chosen or fields)[0]
-    pos = _position([data.get(f"{side}.{a}") for a in ("x_in_bytes", "y", "z")])
-    return f"{side} ({field})", f"{side}.{field}", pos
-
-
-def _position(pos: list[Any]) -> str:
-    return "x {} y {} z {}".format(*pos) if any(pos) else "-"
-
-
-def _addresses(data: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(what, address field, position) of each address a copy, memset or batch op touches."""
-    kind = data.get("type")
-    if kind == "MEMCPY":
-        ends = (_endpoint(data, side) for side in ("src", "dst"))
-        return [end for end in ends if end is not None]
-    if kind == "MEMSET" and isinstance(data.get("dptr"), int):
-        return [("dst", "dptr", "-")]
-    found, i = [], 0
-    while kind == "BATCH_MEM_OP" and isinstance(data.get(f"param_array[{i}].addr"), int):
-        found.append((f"operation {i}", f"param_array[{i}].addr", "-"))
-        i += 1
-    return found
-
-
-def memory_names(G: nx.DiGraph, data: dict[str, Any]) -> set[str]:
-    """The buffers and allocator segments a node touches, by name (what a click on one in
-    the buffers table searches for)."""
-    names: set[str] = set()
-    for p in list(data.get("pointers") or ()) + [
-        _known_addresses(G).get(data[field], {}) for _, field, _ in _addresses(data)
-    ]:
-        names.update(str(p[k]) for k in ("buffer", "segment") if p.get(k))
-    return names
 
 
 def _memory_link(name: Any, offset: Any, at: int) -> Any:
@@ -431,8 +359,8 @@ def _address_rows(
 ) -> list[tuple[str, str, int, Any, Any]]:
     """(what, offset, address, buffer, segment) of each address in :func:`_addresses`, the
     table's rows from ``first`` on."""
-    found = _addresses(data)
-    known = _known_addresses(G) if found else {}
+    found = addresses(data)
+    known = known_addresses(G) if found else {}
     rows = []
     for i, (what, field, pos) in enumerate(found, start=first):
         p = known.get(data[field], {})
@@ -499,7 +427,7 @@ def _buffers(G: nx.DiGraph, data: dict[str, Any]) -> list[Any]:
     ]
     if len(pointers) > _MAX_POINTER_ROWS:
         out.append(html.P(f"... and {len(pointers) - _MAX_POINTER_ROWS} more pointers."))
-    if data.get("type") != "KERNEL" and _known_addresses(G):
+    if data.get("type") != "KERNEL" and known_addresses(G):
         out.append(
             html.P(
                 "Named where a kernel argument of this graph holds the same address.",
@@ -569,7 +497,7 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
         *_links(G, sorted(G.predecessors(key)), "depends on", "node-predecessors"),
         *_links(G, sorted(G.successors(key)), "followed by", "node-successors"),
     ]
-    hidden = shown | _ALWAYS_SHOWN | {field for _, field, _ in _addresses(data)}
+    hidden = shown | _ALWAYS_SHOWN | {field for _, field, _ in addresses(data)}
     rest = sorted((k, _shown(k, v)) for k, v in data.items() if k not in hidden)
     if rest:
         out += [

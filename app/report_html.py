@@ -13,12 +13,12 @@ from typing import Any
 import networkx as nx
 import plotly.io as pio
 
+from graphscope.analysis.folding import collapsed, group_levels, overview
 from graphscope.analysis.report import step_report
 from graphscope.io import bulk
 from graphscope.text import step_rows, us
 
 from .figure import build_figure
-from .groups import collapsed, group_levels, overview
 from .placement import layout
 from .timeline import build_timeline, has_timeline
 

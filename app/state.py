@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
+from graphscope.analysis.folding import all_groups, collapsed, group_levels, overview
+from graphscope.analysis.search import search_nodes
 from graphscope.recording import is_recording
 
-from .groups import all_groups, collapsed, group_levels, overview
 from .placement import Layout, layout
-from .search import search_nodes
 from .sources import RecordedRun, Registry, sample_files, sample_recordings
 from .timeline import Row, timeline_rows
 
@@ -60,7 +60,7 @@ DEFAULTS = ("overview", "expanded", "collapsed")
 
 
 def default_grouping(source_id: str) -> dict[str, Any]:
-    """How a graph opens: its overview (groups.overview), nothing toggled from it."""
+    """How a graph opens: its overview (analysis.folding.overview), nothing toggled from it."""
     return {"source": source_id, "default": "overview", "toggled": []}
 
 

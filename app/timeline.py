@@ -25,6 +25,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from graphscope.analysis.eager import columns
+from graphscope.analysis.folding import GROUP
 from graphscope.io import bulk
 from graphscope.model import display_name
 
@@ -41,7 +42,6 @@ from .cards import (
     launch_traced,
 )
 from .figure import HOVER_LINE, escape, hover_text, replay_us
-from .groups import GROUP
 
 #: Above this many bars in a row, the row is drawn with WebGL.
 BAR_LIMIT = 3000

@@ -26,7 +26,7 @@ plotly.js, or the dash-cytoscape component), so that each pays Dash's own start-
 The graphs, each as the app draws it:
 
 - ``deep-overview``: samples/large/hf-deep-llama-b1.json.gz (10,780 nodes) folded to its
-  overview (``groups.overview``), the view the app opens on;
+  overview (``analysis.folding.overview``), the view the app opens on;
 - ``llama``: samples/bundles/tiny-llama-b1.json.gz, 212 nodes, whole, all labelled;
 - ``deep-expanded``: the 10,780 nodes with every group open;
 - ``100k-expanded``: benchmarks/_big.py's 100,064-node decode graph, every group open.
@@ -76,10 +76,10 @@ from dash import dcc, html
 from graphscope.app.browser import headless_chromium
 from graphscope.app.components import OFFLINE
 from graphscope.app.figure import TYPE_COLOURS, build_figure, node_label
-from graphscope.app.groups import GROUP, all_groups, collapsed, group_levels, overview
 from graphscope.app.placement import LABEL_LIMIT, Layout, layout
 
 import graphscope
+from graphscope.analysis.folding import GROUP, all_groups, collapsed, group_levels, overview
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))

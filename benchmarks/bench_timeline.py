@@ -19,8 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import plotly.io as pio
 from _big import big_decode_bundle
-from graphscope.app.groups import collapsed, group_levels
 from graphscope.app.timeline import build_timeline, timeline_rows
+
+from graphscope.analysis.folding import collapsed, group_levels
 
 
 def main() -> None:

@@ -55,7 +55,7 @@ class _RE2:
 
 
 def _wire_search() -> None:
-    for name in ("graphscope.app.search", "graphscope.app.server"):
+    for name in ("graphscope.analysis.search", "graphscope.app.server"):
         try:
             module = importlib.import_module(name)
         except ImportError:

@@ -21,11 +21,11 @@ from graphscope.app.cards import card_divs
 from graphscope.app.figure import build_figure, has_timing, node_hovers
 from graphscope.app.panel import node_panel
 from graphscope.app.placement import layout
-from graphscope.app.search import BUFFER_SEARCH, match_count, search_nodes
 from graphscope.app.sources import UPLOAD_LIMIT, Registry, sample_files, sample_recordings
 from graphscope.app.state import default_grouping, opened_to
 
 import graphscope
+from graphscope.analysis.search import BUFFER_SEARCH, match_count, search_nodes
 from graphscope.model import layer_of
 from graphscope.recording import load_recordings
 
@@ -266,7 +266,7 @@ def test_timeline_puts_eager_and_replay_on_one_axis() -> None:
 
 
 def test_groups_follow_the_module_path_and_collapse_into_one_node_each() -> None:
-    from graphscope.app.groups import GROUP, all_groups, collapsed, enclosing, group_levels
+    from graphscope.analysis.folding import GROUP, all_groups, collapsed, enclosing, group_levels
 
     G = graphscope.load(LLAMA)
     levels = group_levels(G)
@@ -332,7 +332,8 @@ def test_repeated_layers_are_found_by_module_path_and_by_kernel_sequence() -> No
 @pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
 def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> None:
     from graphscope.app.figure import node_label
-    from graphscope.app.groups import OVERVIEW_NODES, collapsed, group_levels, overview
+
+    from graphscope.analysis.folding import OVERVIEW_NODES, collapsed, group_levels, overview
 
     G = graphscope.load(DEEP.parent / name)
     levels = group_levels(G)
@@ -351,7 +352,7 @@ def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> N
 
 
 def test_small_graphs_open_whole_and_the_state_toggles_from_the_overview() -> None:
-    from graphscope.app.groups import all_groups, group_levels, overview
+    from graphscope.analysis.folding import all_groups, group_levels, overview
 
     G = graphscope.load(LLAMA)  # 212 nodes: all of it fits
     levels = group_levels(G)
@@ -370,7 +371,7 @@ def _long_row(spans: int) -> Any:
 
 
 def test_a_dot_file_folds_repeated_spans_and_groups_the_rest_in_runs() -> None:
-    from graphscope.app.groups import CHUNK, collapsed, group_levels
+    from graphscope.analysis.folding import CHUNK, collapsed, group_levels
 
     G = graphscope.load(ROOT / "samples" / "dot" / "torch-llama-decode" / "flags-verbose.dot")
     levels = group_levels(G)
@@ -507,7 +508,7 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
 
 
 def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> None:
-    from graphscope.app.groups import group_levels, overview
+    from graphscope.analysis.folding import group_levels, overview
 
     G = graphscope.load(DEEP)
     levels = group_levels(G)
@@ -535,7 +536,7 @@ def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> No
 
 
 def test_a_buffer_search_finds_every_node_touching_it() -> None:
-    from graphscope.app.panel import memory_names
+    from graphscope.analysis.addresses import memory_names
 
     G = graphscope.load(LLAMA)
     weight = "param:model.layers.0.self_attn.q_proj.weight"

@@ -16,14 +16,15 @@ pytest.importorskip("dash")  # the GPU machine has no dash; the test extra bring
 
 import dash
 from dash_tree import by_id, ids, text
-from graphscope.app import callbacks, page_callbacks, panel
-from graphscope.app.groups import OVERVIEW_NODES
+from graphscope.app import callbacks, page_callbacks
 from graphscope.app.pages import address
-from graphscope.app.search import BUFFER_SEARCH
 from graphscope.app.server import create_app
 from graphscope.app.state import ViewState
 
 import graphscope
+from graphscope.analysis import addresses
+from graphscope.analysis.folding import OVERVIEW_NODES
+from graphscope.analysis.search import BUFFER_SEARCH
 from graphscope.model import display_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -294,11 +295,11 @@ def test_hover_texts_and_the_timeline_come_after_the_dag(view: ViewState) -> Non
     drawing = callbacks.draw(view, SMALL, "time", None, None, None)
     G = view.graph(SMALL)
     assert G is not None
-    panel._KNOWN.pop(G, None)
+    addresses._KNOWN.pop(G, None)
     patch = callbacks.hovers(view, drawing.rings, None).to_plotly_json()["operations"]
     texts = [op["params"]["value"] for op in patch if op["location"][-1] == "hovertext"]
     assert sum(len(t) for t in texts) == 212  # every node of the small sample
-    assert panel._KNOWN[G]  # the panel's address look-ups, built after the paint too
+    assert addresses._KNOWN[G]  # the panel's address look-ups, built after the paint too
     shown = callbacks.timeline(view, drawing.rings, None, None, None)
     assert shown.style == {} and shown.ring == len(shown.figure.data) - 1
     assert shown.figure.data[-1].name == "selected" and shown.merged is False

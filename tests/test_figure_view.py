@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 import pytest
-from graphscope.app import figure, groups, placement
+from graphscope.app import figure, placement
 
 import graphscope
+from graphscope.analysis import folding as groups
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 DEEP = SAMPLES / "large" / "hf-deep-llama-b1.json.gz"

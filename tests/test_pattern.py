@@ -25,7 +25,7 @@ CATASTROPHIC = [
 
 
 def _fields(data: dict[str, object], key: str) -> list[object]:
-    """What the dashboard's search looks in, as app/search.py gathers it."""
+    """What the dashboard's search looks in, as graphscope/analysis/search.py gathers it."""
     origin = data.get("attribution")
     origin = origin if isinstance(origin, dict) else {}
     return [

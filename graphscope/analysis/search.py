@@ -8,7 +8,7 @@ import networkx as nx
 
 from graphscope.pattern import compile_pattern
 
-from .panel import memory_names
+from .addresses import memory_names
 
 #: A search for the nodes that touch one buffer or segment (a click in the buffers table).
 BUFFER_SEARCH = "buffer:"
