@@ -68,7 +68,7 @@ HIDDEN = {"display": "none"}
 #: How long typing in the search box pauses before the search runs, in seconds.
 SEARCH_PAUSE_S = 0.4
 #: The DAG's colourings, in the picker's order.
-COLOURS = ("type", "time")
+COLOURS = ("type", "time", "eager")
 #: The pages, in the picker's order, and the id of the component each one shows or hides.
 PAGES = {
     "graph": "graph-page",
@@ -153,6 +153,7 @@ def page_layout(
                         options=[
                             {"label": " by type", "value": "type"},
                             {"label": " by replay time", "value": "time"},
+                            {"label": " graph against eager", "value": "eager"},
                         ],
                         value=colour,
                         inline=True,

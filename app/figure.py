@@ -1,4 +1,5 @@
-"""The DAG as a Plotly figure: nodes coloured by type or by replay time, edges with direction."""
+"""The DAG as a Plotly figure: nodes coloured by type, replay time or graph against eager;
+edges with direction."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import networkx as nx
 import plotly.graph_objects as go
 
 from graphscope.analysis.folding import GROUP, is_block
+from graphscope.analysis.node_times import graph_and_eager
 from graphscope.model import display_name, origin_of, replay_median
 from graphscope.names import kernel_label
 
@@ -89,6 +91,9 @@ def _hover(key: str, data: dict[str, Any]) -> str:
     text = hover_text(f"{name}  ({key})")
     if time is not None:
         text += f"<br>replay {time:.2f} us"
+    pair = graph_and_eager(data)
+    if pair is not None:
+        text += f"; eager {pair[1]:.2f} us ({pair[0] / pair[1]:.2f}x in the graph)"
     module = (data.get("attribution") or {}).get("module")
     if module:
         text += f"<br>{hover_text(module)}"
@@ -267,6 +272,22 @@ def _coloured_by_time(G: nx.DiGraph, colour: str) -> bool:
     return any((replay_us(d) or 0.0) > 0 for _, d in G.nodes(data=True))
 
 
+#: The ratio the "graph against eager" colouring saturates at: 4x slower or faster.
+EAGER_RATIO_SPAN = 4.0
+
+
+def _eager_split(G: nx.DiGraph, colour: str) -> tuple[list[str], list[str]] | None:
+    """For the "graph against eager" colouring: the nodes paired with an eager launch and the
+    rest (collapsed groups among them), or None where none is paired (then coloured by type)."""
+    if colour != "eager":
+        return None
+    paired: list[str] = []
+    rest: list[str] = []
+    for key, data in G.nodes(data=True):
+        (paired if graph_and_eager(data) is not None else rest).append(key)
+    return (paired, rest) if paired else None
+
+
 def _by_type(G: nx.DiGraph) -> dict[str, list[str]]:
     """Node keys by type, the most common type first (one trace each)."""
     by_type: dict[str, list[str]] = {}
@@ -277,8 +298,59 @@ def _by_type(G: nx.DiGraph) -> dict[str, list[str]]:
 
 def node_hovers(G: nx.DiGraph, colour: str = "type") -> dict[int, list[str]]:
     """Hover texts of a figure drawn with ``hover=False``, by the index of their trace."""
-    groups = [list(G.nodes)] if _coloured_by_time(G, colour) else list(_by_type(G).values())
+    split = _eager_split(G, colour)
+    if split is not None:
+        groups = [keys for keys in split if keys]
+    elif _coloured_by_time(G, colour):
+        groups = [list(G.nodes)]
+    else:
+        groups = list(_by_type(G).values())
     return {EDGE_TRACES + i: [_hover(k, G.nodes[k]) for k in keys] for i, keys in enumerate(groups)}
+
+
+def _eager_traces(
+    Scatter: Any,
+    G: nx.DiGraph,
+    lay: Layout,
+    split: tuple[list[str], list[str]],
+    hover: bool,
+    in_page: bool,
+) -> list[Any]:
+    """The nodes paired with an eager launch, coloured by log2(replay / eager) on a diverging
+    scale centred on 1x; the others in grey, as a trace of their own."""
+    paired, rest = split
+    span = math.log2(EAGER_RATIO_SPAN)
+    ratios = []
+    for key in paired:
+        graph, eager = graph_and_eager(G.nodes[key]) or (1.0, 1.0)
+        ratios.append(round(max(-span, min(span, math.log2(graph / eager))), 4))
+    ticks = [1 / EAGER_RATIO_SPAN, 0.5, 1.0, 2.0, EAGER_RATIO_SPAN]
+    marker = {
+        "size": 11,
+        "color": ratios,
+        "colorscale": "RdBu",
+        "reversescale": True,  # red: slower in the graph
+        "cmin": -span,
+        "cmax": span,
+        "colorbar": {
+            "title": {"text": "replay / eager"},
+            "tickvals": [math.log2(t) for t in ticks],
+            "ticktext": [f"{t:g}x" for t in ticks],
+        },
+        "line": {"width": 0.5, "color": "#888888"},
+    }
+    name = f"paired with an eager launch ({len(paired)})"
+    traces = [_nodes(Scatter, G, lay, paired, name, marker, hover, False, in_page)]
+    if rest:
+        folded = [G.nodes[k].get("type") == GROUP for k in rest]
+        grey = {
+            "size": [16 if g else 11 for g in folded],
+            "symbol": ["square" if g else "circle" for g in folded],
+            "color": "#cccccc",
+        }
+        name = f"no eager launch to compare ({len(rest)})"
+        traces.append(_nodes(Scatter, G, lay, rest, name, grey, hover, True, in_page))
+    return traces
 
 
 def ring_trace(
@@ -321,7 +393,9 @@ def build_figure(
     in_page: bool = True,
     found: int | None = None,
 ) -> go.Figure:
-    """The figure; ``colour`` is ``type`` or ``time`` (log-scaled replay median).
+    """The figure; ``colour`` is ``type``, ``time`` (log-scaled replay median) or ``eager``
+    (each node's replay median over its eager launch's duration, log-scaled: red slower in
+    the graph, blue faster; nodes without an eager pair grey).
 
     ``matches`` are the drawn nodes a search ringed; ``found``, how many nodes it found (more
     than ``matches`` where a collapsed group holds several), is what the legend counts.
@@ -337,7 +411,12 @@ def build_figure(
     traces: list[Any] = list(_edges(G, lay, arrows=svg, page_arrows=in_page))
     assert len(traces) == EDGE_TRACES
     keys = list(G.nodes)
-    times = [colour_us(G.nodes[k]) for k in keys] if _coloured_by_time(G, colour) else []
+    split = _eager_split(G, colour)
+    times = (
+        [colour_us(G.nodes[k]) for k in keys]
+        if split is None and _coloured_by_time(G, colour)
+        else []
+    )
     logs = [math.log10(t) if t and t > 0 else None for t in times]
     known = [v for v in logs if v is not None]
     if known:
@@ -362,6 +441,8 @@ def build_figure(
             "line": {"width": 0},
         }
         traces.append(_nodes(Scatter, G, lay, keys, "nodes", marker, hover, False, in_page))
+    elif split is not None:
+        traces += _eager_traces(Scatter, G, lay, split, hover, in_page)
     else:
         for kind, members in _by_type(G).items():
             name = f"{'collapsed groups' if kind == GROUP else kind} ({len(members)})"

@@ -3,8 +3,8 @@
     python docs/screenshots.py     # needs Debian's chromium and chromium-driver, and selenium
 
 Opens the tiny-llama b1 sample coloured by replay time, clicks its slowest node and saves the
-page; then the catalog of two recordings (samples/recordings). Nothing in the pictures is
-edited.
+page; the same sample coloured graph against eager; then the catalog of two recordings
+(samples/recordings). Nothing in the pictures is edited.
 """
 
 from __future__ import annotations
@@ -38,6 +38,26 @@ def catalog() -> None:
         )
         time.sleep(1.0)
         driver.save_screenshot(str(OUT / "catalog.png"))
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+def graph_against_eager() -> None:
+    """The tiny-llama b1 sample coloured by each node's replay over its eager launch."""
+    url, server = serve_in_thread([LLAMA])
+    driver = headless_chromium(1600, 1000)
+    try:
+        driver.get(url)
+        WebDriverWait(driver, 20).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .points path"))
+        )
+        driver.find_element(By.CSS_SELECTOR, "#colour input[value=eager]").click()
+        WebDriverWait(driver, 20).until(
+            ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .colorbar"))
+        )
+        time.sleep(1.5)
+        driver.save_screenshot(str(OUT / "dashboard-graph-vs-eager.png"))
     finally:
         driver.quit()
         server.shutdown()
@@ -80,4 +100,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    graph_against_eager()
     catalog()

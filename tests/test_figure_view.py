@@ -139,3 +139,34 @@ def test_a_folded_graph_is_coloured_on_its_nodes_scale_not_its_groups_sums() -> 
     # A group takes its members' mean: within the nodes' own range.
     means = [d["time_us"] / d["members"] for d in folded if d["time_us"]]
     assert all(min(medians) <= m <= max(medians) for m in means)
+
+
+def test_graph_against_eager_colours_each_node_by_its_replay_over_its_eager_launch() -> None:
+    import math
+
+    from graphscope.analysis.node_times import graph_and_eager
+
+    G = graphscope.load(LLAMA)
+    unpaired = next(iter(G.nodes))
+    del G.nodes[unpaired]["eager"]  # a node the parity join left alone
+    lay = placement.layout(G)
+    fig = figure.build_figure(G, lay, "eager")
+    paired, rest = fig.data[figure.EDGE_TRACES], fig.data[figure.EDGE_TRACES + 1]
+    assert rest.customdata == (unpaired,) and rest.marker.color == "#cccccc"
+    assert len(paired.customdata) == G.number_of_nodes() - 1
+    span = math.log2(figure.EAGER_RATIO_SPAN)
+    assert (paired.marker.cmin, paired.marker.cmax) == (-span, span)
+    for key, value in zip(paired.customdata, paired.marker.color, strict=True):
+        graph, eager = graph_and_eager(G.nodes[key]) or (0.0, 0.0)
+        expected = max(-span, min(span, math.log2(graph / eager)))
+        assert value == pytest.approx(expected, abs=1e-4)
+    slower = [v for v in paired.marker.color if v > 0]
+    assert slower and len(slower) < len(paired.marker.color)  # both sides occur in this sample
+    # The hover texts patched in later follow the same two traces.
+    hovers = figure.node_hovers(G, "eager")
+    assert [len(t) for t in hovers.values()] == [G.number_of_nodes() - 1, 1]
+    assert "x in the graph" in hovers[figure.EDGE_TRACES][0]
+    # A DOT dump has no eager launches: coloured by type instead.
+    dot = graphscope.load(SAMPLES / "bundles" / "tiny-llama-b1.dot")
+    traces = figure.build_figure(dot, placement.layout(dot), "eager").data
+    assert all("eager" not in (t.name or "") for t in traces)

@@ -35,16 +35,25 @@ class NodeTimes:
         return asdict(self)
 
 
+def graph_and_eager(data: dict[str, Any]) -> tuple[float, float] | None:
+    """A node's replay median and its eager launch's duration (us), where it has both."""
+    graph = replay_median(data)
+    eager = data.get("eager")
+    duration = eager.get("duration_us") if isinstance(eager, dict) else None
+    if graph is None or graph <= 0 or not isinstance(duration, (int, float)) or duration <= 0:
+        return None
+    return graph, float(duration)
+
+
 def node_times(G: nx.DiGraph, top: int | None = None) -> NodeTimes | None:
     """Each node's replay median against its eager duration, the nodes slower in the graph
     first; None where no node has both (a DOT dump, a recording without an eager step)."""
     rows = []
     for key, data in G.nodes(data=True):
-        graph = replay_median(data)
-        eager = data.get("eager")
-        duration = eager.get("duration_us") if isinstance(eager, dict) else None
-        if graph is None or not isinstance(duration, (int, float)) or duration <= 0:
+        pair = graph_and_eager(data)
+        if pair is None:
             continue
+        graph, duration = pair
         rows.append(
             {
                 "node": key,
