@@ -23,8 +23,10 @@ LABEL_LIMIT = 400
 #: ... and wrap after this many levels, to leave each label room.
 LABELLED_ROW = 10
 #: A layer change starts a new row only after this many levels: graphs whose layers
-#: interleave node by node would otherwise get a row per node.
+#: interleave node by node would otherwise get a row per node ...
 MIN_ROW = 6
+#: ... except in a drawing of at most this many nodes, mostly blocks.
+BLOCK_VIEW = 40
 
 
 class LayoutRow(TypedDict):
@@ -63,11 +65,15 @@ def _cut(G: nx.DiGraph, levels: list[list[str]], row_levels: int) -> list[list[l
     rows: list[list[list[str]]] = []
     current: list[list[str]] = []
     layer: str | None = None
+    # A view of blocks (a large graph's overview) is short: each layer's blocks get a row of
+    # their own however few they are, so that a row reads as one layer.
+    least = 1 if G.number_of_nodes() <= BLOCK_VIEW else MIN_ROW
     for level in levels:
         first = G.nodes[level[0]]
-        # A collapsed group is a layer of its own: rows of groups wrap only when full.
-        here = None if first.get("type") == "GROUP" else layer_of(first)
-        if current and ((here != layer and len(current) >= MIN_ROW) or len(current) >= row_levels):
+        # A group inside a layer (its attention) belongs to the layer; a fold of layers and
+        # other groups are layers of their own: rows of them wrap only when full.
+        here = layer_of(first)
+        if current and ((here != layer and len(current) >= least) or len(current) >= row_levels):
             rows.append(current)
             current = []
         layer = here

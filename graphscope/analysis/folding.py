@@ -136,7 +136,15 @@ def overview(levels: dict[str, list[str]], budget: int = OVERVIEW_NODES) -> set[
     """The groups open when a graph first shows: all of them when the whole graph fits in
     ``budget`` drawn nodes; else breadth first, in the order the work runs, each group opened
     if the drawn nodes stay within ``budget``, and never the block of a run's later
-    instances (the first instance stands for them)."""
+    instances (the first instance stands for them).
+
+    A graph with nested module paths opens one module level at a time, as Model Explorer
+    folds namespaces: folds of repeats and the outermost modules that hold other modules
+    (a layer) open, showing what is inside as blocks (its attention and MLP), and a module
+    whose content is kernels alone stays a block until it is clicked. Opened kernel by
+    kernel, the first layer of a 224-layer model took six rows all labelled ``layers.0``
+    (issue 27). A graph without module paths (a DOT dump) has no such levels: its first
+    repeated span opens to its kernels."""
     uses: dict[int, tuple[list[str], int]] = {}  # one entry per distinct chain: nodes under it
     loose = 0
     for chain in levels.values():
@@ -151,13 +159,20 @@ def overview(levels: dict[str, list[str]], budget: int = OVERVIEW_NODES) -> set[
     below: dict[str, dict[str, None]] = {}  # group -> its child groups, in order
     leaves: dict[str, int] = {}  # group -> nodes directly in it
     rests: set[str] = set()
+    depth: dict[str, int] = {}  # a module group's nesting among module groups (folds left out)
     for chain, nodes in uses.values():
         top[chain[0]] = None
+        modules = 0
+        for group in chain:
+            if not is_block(group):
+                depth.setdefault(group, modules)
+                modules += 1
         for parent, child in pairwise(chain):
             below.setdefault(parent, {})[child] = None
             if is_block(parent) and is_block(child):
                 rests.add(child)
         leaves[chain[-1]] = leaves.get(chain[-1], 0) + nodes
+    nested = any(d > 0 for d in depth.values())
     drawn = len(top) + loose
     opened: set[str] = set()
     queue = deque(top)
@@ -167,6 +182,8 @@ def overview(levels: dict[str, list[str]], budget: int = OVERVIEW_NODES) -> set[
         cost = len(children) + leaves.get(group, 0) - 1
         if group in rests or drawn + cost > budget:
             continue
+        if nested and not is_block(group) and (not children or depth[group] > 0):
+            continue  # one module level: what a layer holds shows as blocks
         opened.add(group)
         drawn += cost
         queue.extend(children)
