@@ -453,9 +453,12 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
     try:
         browser.get(url)
         _wait(browser, "#dag .scatterlayer .trace .points path")
-        # The first layer kernel by kernel, named by op; the other 223 layers as one block.
+        # One module level: the first layer's attention and MLP as blocks, the other 223
+        # layers as one.
         wait.until(
-            lambda d: {"mm", "silu", "layers 1..223 x223"} <= set(d.execute_script(_LABELS_IN_VIEW))
+            lambda d: (
+                {"self_attn", "mlp", "layers 1..223 x223"} <= set(d.execute_script(_LABELS_IN_VIEW))
+            )
         )
         before = browser.execute_script(_RANGES)
         search = browser.find_element(By.ID, "search")
