@@ -81,7 +81,7 @@ def launch_traced(G: nx.DiGraph) -> tuple[str, float] | None:
 
 def summary_cards(G: nx.DiGraph) -> list[Card]:
     """The cards of a graph: its size, then each timing figure its bundle has (none for DOT)."""
-    cards = [Card(f"{G.number_of_nodes()}", "nodes")]
+    cards = [Card(f"{G.number_of_nodes():,}", "nodes")]
     eager = figure(G, "timing.eager_step_us")
     traced = figure(G, "eager_summary.step_us")
     wall = figure(G, "timing.replay_wall_us")
@@ -89,11 +89,11 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
     span = figure(G, "timing.replay_us")
     busy = figure(G, "timing.gpu_busy_us")
     replays = figure(G, "timing.replays")
-    of = f" of {replays:.0f}" if replays is not None else ""
+    of = f" of {replays:,.0f}" if replays is not None else ""
     if eager is not None:
         cards.append(
             Card(
-                f"{eager:.0f} us",
+                f"{eager:,.0f} us",
                 EAGER_UNTRACED,
                 ("timing.eager_step_us",),
                 "Median wall time of up to 50 eager steps run without tracing, each from its "
@@ -108,26 +108,26 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
         gpu_span = figure(G, "eager_summary.gpu_span_us") or 0.0
         cards.append(
             Card(
-                f"{traced:.0f} us",
+                f"{traced:,.0f} us",
                 label,
                 ("eager_summary.step_us",),
                 "One eager step traced with CUPTI, from its first CUDA call to the end of its "
                 "last; the timeline's eager rows are this step. It is "
-                f"{first:.0f} us before the first GPU op + {gpu_span:.0f} us of GPU span + "
-                f"{traced - first - gpu_span:.0f} us after the last GPU op. Tracing every CUDA "
+                f"{first:,.0f} us before the first GPU op + {gpu_span:,.0f} us of GPU span + "
+                f"{traced - first - gpu_span:,.0f} us after the last GPU op. Tracing every CUDA "
                 "call slows the CPU that issues the step, so it runs longer than the untraced "
                 "median.",
             )
         )
     if wall is not None:
         traced_wall = (
-            f"; traced, {wall_traced:.0f} us ({(wall_traced - wall) / wall:+.1%})"
+            f"; traced, {wall_traced:,.0f} us ({(wall_traced - wall) / wall:+.1%})"
             if wall_traced is not None and wall
             else ""
         )
         cards.append(
             Card(
-                f"{wall:.0f} us",
+                f"{wall:,.0f} us",
                 REPLAY_WALL,
                 ("timing.replay_wall_us",),
                 f"Wall time of{of or ' the'} untraced replays run back to back, divided by "
@@ -140,18 +140,18 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
                     f"{eager / wall:.1f}x",
                     "speedup: untraced eager step / untraced replay wall",
                     ("timing.eager_step_us", "timing.replay_wall_us"),
-                    f"{eager:.0f} us / {wall:.0f} us: both untraced.",
+                    f"{eager:,.0f} us / {wall:,.0f} us: both untraced.",
                 )
             )
     if span is not None:
         cards.append(
             Card(
-                f"{span:.0f} us",
+                f"{span:,.0f} us",
                 REPLAY_SPAN,
                 ("timing.replay_us",),
                 f"First node's start to last node's end of one replay, median{of} traced "
                 "replays"
-                + (f"; GPU busy in it, median apart: {busy:.0f} us" if busy is not None else "")
+                + (f"; GPU busy in it, median apart: {busy:,.0f} us" if busy is not None else "")
                 + ". The timeline's replay row draws one replay from each node's medians.",
             )
         )
@@ -159,10 +159,10 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
     if launch is not None and traced:
         cards.append(
             Card(
-                f"{launch:.0f} us, {launch / traced:.0%}",
+                f"{launch:,.0f} us, {launch / traced:.0%}",
                 "CPU in launch calls, traced eager step (share of it)",
                 ("eager_summary.cpu_launch_us", "eager_summary.step_us"),
-                f"CPU time in the calls that launched GPU work, of the {traced:.0f} us traced "
+                f"CPU time in the calls that launched GPU work, of the {traced:,.0f} us traced "
                 "eager step: the blue bars of the timeline's first row.",
             )
         )
@@ -172,7 +172,7 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
         b, i, s = shares
         cards.append(
             Card(
-                f"{b} + {i} = {s} us",
+                f"{b:,} + {i:,} = {s:,} us",
                 BUSY_IDLE,
                 ("eager_summary.gpu_busy_us", "eager_summary.gpu_idle_us"),
                 "Within the traced eager step, from its first GPU op to the end of its last: "
@@ -211,7 +211,7 @@ def summary_cards(G: nx.DiGraph) -> list[Card]:
         if isinstance(life.get("cpu_launch_us"), (int, float)):
             cards.append(
                 Card(
-                    f"{life['cpu_launch_us']:.0f} us",
+                    f"{life['cpu_launch_us']:,.0f} us",
                     LAUNCH_UNTRACED,
                     ("recording.cpu_launch_us",),
                     "The program's own launch calls, timed without tracing; the timeline draws "

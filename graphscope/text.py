@@ -19,7 +19,7 @@ def us(value: float | None) -> str:
     """A duration for people: us below a millisecond, ms above."""
     if value is None or value != value:
         return "-"
-    return f"{value / 1000:.2f} ms" if abs(value) >= 1000 else f"{value:.1f} us"
+    return f"{value / 1000:,.2f} ms" if abs(value) >= 1000 else f"{value:.1f} us"
 
 
 def mib(value: float | None) -> str:

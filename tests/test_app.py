@@ -229,7 +229,7 @@ def test_cards_come_from_the_bundle() -> None:
     G = graphscope.load(LLAMA)
     text = shown_text(card_divs(G))
     t = G.graph["timing"]
-    assert f"{t['eager_step_us']:.0f} us" in text and f"{t['replay_wall_us']:.0f} us" in text
+    assert f"{t['eager_step_us']:,.0f} us" in text and f"{t['replay_wall_us']:,.0f} us" in text
     assert f"{t['eager_step_us'] / t['replay_wall_us']:.1f}x" in text
     assert "GPU idle share" in text
     dot_text = shown_text(card_divs(graphscope.load(ALL_TYPES)))

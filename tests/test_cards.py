@@ -126,16 +126,16 @@ def test_cards_show_the_bundle_fields_they_name(path: Path) -> None:
         if c.fields and not c.label.startswith("speedup")
     }
     assert values == {
-        "timing.eager_step_us": f"{t['eager_step_us']:.0f} us",
-        "eager_summary.step_us": f"{e['step_us']:.0f} us",
-        "timing.replay_wall_us": f"{t['replay_wall_us']:.0f} us",
-        "timing.replay_us": f"{t['replay_us']:.0f} us",
+        "timing.eager_step_us": f"{t['eager_step_us']:,.0f} us",
+        "eager_summary.step_us": f"{e['step_us']:,.0f} us",
+        "timing.replay_wall_us": f"{t['replay_wall_us']:,.0f} us",
+        "timing.replay_us": f"{t['replay_us']:,.0f} us",
         "eager_summary.cpu_launch_us": (
-            f"{e['cpu_launch_us']:.0f} us, {e['cpu_launch_us'] / e['step_us']:.0%}"
+            f"{e['cpu_launch_us']:,.0f} us, {e['cpu_launch_us'] / e['step_us']:.0%}"
         ),
         "eager_summary.gpu_busy_us": (
-            f"{e['gpu_busy_us']:.0f} + {round(e['gpu_span_us']) - round(e['gpu_busy_us'])} = "
-            f"{e['gpu_span_us']:.0f} us"
+            f"{e['gpu_busy_us']:,.0f} + {round(e['gpu_span_us']) - round(e['gpu_busy_us']):,} = "
+            f"{e['gpu_span_us']:,.0f} us"
         ),
         "eager_summary.gpu_idle_pct": f"{e['gpu_idle_pct']:.0f}%",
     }
@@ -152,13 +152,13 @@ def test_tiny_gpt_b1_shows_the_figures_of_the_worked_example() -> None:
     cards = summary_cards(_load(TINY_GPT))
     assert [(c.value, c.label) for c in cards] == [
         ("67", "nodes"),
-        ("1645 us", EAGER_UNTRACED),
-        ("1942 us", f"{EAGER_TRACED}, +18% on untraced"),
+        ("1,645 us", EAGER_UNTRACED),
+        ("1,942 us", f"{EAGER_TRACED}, +18% on untraced"),
         ("156 us", REPLAY_WALL),
         ("10.5x", "speedup: untraced eager step / untraced replay wall"),
         ("164 us", REPLAY_SPAN),
         ("381 us, 20%", "CPU in launch calls, traced eager step (share of it)"),
-        ("141 + 1724 = 1865 us", BUSY_IDLE),
+        ("141 + 1,724 = 1,865 us", BUSY_IDLE),
         ("92%", "GPU idle share of that span (traced eager step)"),
     ]
     doc = (ROOT / "docs" / "DASHBOARD.md").read_text()
