@@ -5,7 +5,9 @@ holds (per-node sections included), ``GRAPH`` the metadata, ``EAGER_TRACE`` the 
 tables, ``RECORDING_*`` a recording index, ``BUCKETS`` a buckets index and ``TORCH_EVENT`` the
 profiler events graphscope reads. ``check_graph`` applies them, with the rules no field can say
 alone (node keys, owners, edges within one graph, acyclic graphs), to each graph a reader builds,
-so the analyses, exports and the app never meet a field of the wrong type. A field the contract
+so the analyses, exports and the app never meet a field of the wrong type. The folded view the
+dashboard draws (``analysis.folding``: ``GROUP`` nodes, ``group:`` keys) is made from a checked
+graph and is no input: docs/FORMAT.md describes it. A field the contract
 does not name is allowed when it is plain JSON: a string, a bool, a finite number, an integer
 that fits 64 bits, or lists and objects of those at most ``MAX_DEPTH`` deep. An optional field
 may be absent; every rule here is about a field that is present.
