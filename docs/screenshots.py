@@ -10,7 +10,9 @@ page; the same sample coloured graph against eager; then the catalog of two reco
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from graphscope.app.browser import headless_chromium, serve_in_thread
 from selenium.webdriver.common.action_chains import ActionChains
@@ -27,40 +29,41 @@ OUT = ROOT / "docs" / "img"
 RECORDINGS = ROOT / "samples" / "recordings"
 
 
-def catalog() -> None:
-    """The catalog page of the hf-generate and gpt-fast recordings."""
-    url, server = serve_in_thread([RECORDINGS / "hf-generate", RECORDINGS / "gpt-fast"])
-    driver = headless_chromium(1600, 900)
+def _page(
+    files: list[Path], height: int, ready: str, name: str, then: Callable[[Any], None] | None = None
+) -> None:
+    """Serve ``files``, wait for ``ready`` (a CSS selector), do ``then``, save ``name``."""
+    url, server = serve_in_thread(files)
+    driver = headless_chromium(1600, height)
     try:
         driver.get(url)
-        WebDriverWait(driver, 20).until(
-            ec.presence_of_element_located((By.CSS_SELECTOR, "#catalog-page button.link"))
-        )
-        time.sleep(1.0)
-        driver.save_screenshot(str(OUT / "catalog.png"))
+        wait = WebDriverWait(driver, 20)
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ready)))
+        if then is not None:
+            then(driver)
+        time.sleep(1.5)
+        driver.save_screenshot(str(OUT / name))
     finally:
         driver.quit()
         server.shutdown()
+
+
+def catalog() -> None:
+    """The catalog page of the hf-generate and gpt-fast recordings."""
+    files = [RECORDINGS / "hf-generate", RECORDINGS / "gpt-fast"]
+    _page(files, 900, "#catalog-page button.link", "catalog.png")
 
 
 def graph_against_eager() -> None:
     """The tiny-llama b1 sample coloured by each node's replay over its eager launch."""
-    url, server = serve_in_thread([LLAMA])
-    driver = headless_chromium(1600, 1000)
-    try:
-        driver.get(url)
-        WebDriverWait(driver, 20).until(
-            ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .points path"))
-        )
+
+    def colour(driver: Any) -> None:
         driver.find_element(By.CSS_SELECTOR, "#colour input[value=eager]").click()
         WebDriverWait(driver, 20).until(
             ec.presence_of_element_located((By.CSS_SELECTOR, "#dag .colorbar"))
         )
-        time.sleep(1.5)
-        driver.save_screenshot(str(OUT / "dashboard-graph-vs-eager.png"))
-    finally:
-        driver.quit()
-        server.shutdown()
+
+    _page([LLAMA], 1000, "#dag .points path", "dashboard-graph-vs-eager.png", colour)
 
 
 def main() -> None:
