@@ -126,6 +126,8 @@ class _WhenAnExtensionLoads:
         self._local = threading.local()  # this thread's depth in import statements
         self._pending = False
         self._done = False
+        self._patched: Any = None
+        self._wrapper: Any = None
 
     def install(self) -> None:
         hook = self
@@ -145,8 +147,8 @@ class _WhenAnExtensionLoads:
                     hook.watch()
 
         loader_class: Any = importlib.machinery.ExtensionFileLoader
-        loader_class.create_module = create_module
-        builtins.__import__ = importing
+        loader_class.create_module = self._patched = create_module
+        builtins.__import__ = self._wrapper = importing
 
     def loading(self, path: str) -> None:
         if self._pending or self._done:
@@ -155,7 +157,8 @@ class _WhenAnExtensionLoads:
         if stdlib and "_ctypes" not in os.path.basename(path):
             return
         loader_class: Any = importlib.machinery.ExtensionFileLoader
-        loader_class.create_module = self._create
+        if loader_class.create_module is self._patched:
+            loader_class.create_module = self._create
         self._pending = True
         if not getattr(self._local, "depth", 0):  # importlib.import_module, not a statement
             self.watch()
@@ -164,7 +167,8 @@ class _WhenAnExtensionLoads:
         if self._done:
             return
         self._done, self._pending = True, False
-        builtins.__import__ = self._import
+        if builtins.__import__ is self._wrapper:  # not if something wrapped ours since
+            builtins.__import__ = self._import
         if "torch" not in sys.modules:
             _watch_contexts()
 
