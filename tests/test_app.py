@@ -329,6 +329,26 @@ def test_repeated_layers_are_found_by_module_path_and_by_kernel_sequence() -> No
     assert layer_repeats(graphscope.load(ALL_TYPES)) == []
 
 
+def test_a_layer_of_kernels_repeated_within_it_still_folds_by_its_period() -> None:
+    # Issue 27: gpt-fast's 32-layer dump, 53 nodes a layer, was not folded: the GEMVs and
+    # copies launched many times a layer made small gaps outnumber the layer's period.
+    import networkx as nx
+
+    from graphscope.analysis.repeats import sequence_repeats
+
+    layer = (["gemv", "copy", "gemv", "gemv", "mul", "copy", "gemv", "rms"] * 7)[:51]
+    layer[10:10] = ["sdpa"]  # once a layer
+    layer[30:30] = ["rope"]
+    assert len(layer) == 53
+    names = ["embed", "copy", "arange", *layer * 32, "norm", "lm_head", "argmax"]
+    D = nx.DiGraph()
+    for i, name in enumerate(names):
+        D.add_node(f"graph_1_node_{i}", type="KERNEL", short_name=name, local_id=i, graph_id=1)
+    [found] = sequence_repeats(D, list(D), "graph 1")
+    assert (found.count, found.per_instance) == (32, 53)
+    assert found.name == "graph 1: nodes 3..1698, 32 x 53"
+
+
 @pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
 def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> None:
     from graphscope.app.figure import node_label
