@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import graphscope
+from graphscope.analysis import search
 from graphscope.pattern import MAX_PATTERN, compile_pattern
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
@@ -22,21 +23,6 @@ CATASTROPHIC = [
     (r"(x+x+)+y", "xxy"),
     (r"^(([a-z])+.)+[A-Z]([a-z])+$", "ab.Cd"),
 ]
-
-
-def _fields(data: dict[str, object], key: str) -> list[object]:
-    """What the dashboard's search looks in, as graphscope/analysis/search.py gathers it."""
-    origin = data.get("attribution")
-    origin = origin if isinstance(origin, dict) else {}
-    return [
-        data.get("name"),
-        data.get("short_name"),
-        data.get("demangled"),
-        data.get("type"),
-        origin.get("module"),
-        origin.get("op"),
-        key,
-    ]
 
 
 @pytest.mark.parametrize(("text", "matched"), CATASTROPHIC)
@@ -76,7 +62,7 @@ def test_it_finds_what_pythons_re_finds_field_by_field(sample: str) -> None:
         assert pattern.warning is None, text
         expected = re.compile(text, re.IGNORECASE)
         for key, data in G.nodes(data=True):
-            fields = _fields(data, key)
+            fields = search.fields(data, key)
             want = any(isinstance(f, str) and expected.search(f) for f in fields)
             assert pattern.search_any(fields) == want, (text, key)
 

@@ -33,21 +33,23 @@ def search_nodes(G: nx.DiGraph, text: str | None) -> tuple[list[str], str | None
         return _in_order(G, found), None if found else f"no node touches {name!r}"
     # RE2 cannot backtrack: a pattern like (\w+)+! runs in linear time, not for ever.
     pattern = compile_pattern(text)
-    found = []
-    for key, data in G.nodes(data=True):
-        origin = data.get("attribution") if isinstance(data.get("attribution"), dict) else {}
-        fields = (
-            data.get("name"),
-            data.get("short_name"),
-            data.get("demangled"),
-            data.get("type"),
-            origin.get("module"),
-            origin.get("op"),
-            key,
-        )
-        if pattern.search_any(fields):
-            found.append(key)
+    found = [key for key, data in G.nodes(data=True) if pattern.search_any(fields(data, key))]
     return _in_order(G, found), pattern.warning
+
+
+def fields(data: dict[str, Any], key: str) -> tuple[Any, ...]:
+    """What a search looks in: a node's names, type, module, op and key."""
+    label = data.get("attribution")
+    origin: dict[str, Any] = label if isinstance(label, dict) else {}
+    return (
+        data.get("name"),
+        data.get("short_name"),
+        data.get("demangled"),
+        data.get("type"),
+        origin.get("module"),
+        origin.get("op"),
+        key,
+    )
 
 
 def match_count(found: Any, selected: Any, searched: bool = False) -> str:
