@@ -8,14 +8,17 @@
 ``grab``: a real model graph of >= 10,000 nodes (gpt-fast's ``Transformer`` when ``--gpt-fast``
 is given, else the decoder of ``tests/record_programs/torch_buckets.py``, ``--layers`` deep),
 captured with ``torch.cuda.graph`` inside ``record()``; prints the time the program waited at
-instantiation (dump and driver read) per node, and the bundle build that followed in the
-recorder's thread. Target (issue 13): <= 20 us per node.
+instantiation per node (the clone, or the dump and driver read where a graph is not
+cloned), and the bundle build that followed in the recorder's thread. Target (issue 13):
+<= 20 us per node.
 
 ``overhead``: the same programs run unrecorded and under ``graphscope record``, alternately,
-``--repeats`` times each: the program's own decode time (its JSON line) and capture time.
-Targets: a recorded run at the default sampling <= 3% longer; within sampled windows, stay
-within 10% of CUPTI's own 0.19 to 0.34 us per traced kernel; record's start-up cost below the
-program's own capture time.
+``--repeats`` times each: the program's own decode time (its JSON line), its capture time and
+the whole process's wall time, start to exit. Targets (issue 25): at the default sampling the
+loop <= 1.03x and a 60-second program's whole run <= 1.05x (``--steps 94000`` on the H100,
+0.64 ms a step); ``--steps 1500`` gives the 1-second loop. Earlier targets: within sampled
+windows, stay within 10% of CUPTI's own 0.19 to 0.34 us per traced kernel; record's start-up
+cost below the program's own capture time.
 
 ``startup``: Python alone and one CUDA context made by torch, JAX and CuPy, each run
 unrecorded and under ``graphscope record`` alternately: the whole process's wall time. Target
@@ -186,10 +189,12 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
     for label, program in programs:
         plain: list[float] = []
         recorded: dict[str, list[float]] = {name: [] for name in variants}
+        walls: dict[str, list[float]] = {"unrecorded": [], "recorded": []}
         grabs: list[float] = []
         captures: dict[str, list[float]] = {"plain": [], "recorded": []}
         for repeat in range(args.repeats):
-            _, lines = _run([sys.executable, *program])
+            wall, lines = _run([sys.executable, *program])
+            walls["unrecorded"].append(wall)
             plain.append(_decode_s(lines))
             print(f"{label}: run {repeat + 1}: unrecorded {plain[-1]:.3f} s", flush=True)
             if lines[0].get("capture_s") is not None:
@@ -197,8 +202,10 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
             for name, options in variants.items():
                 with tempfile.TemporaryDirectory() as tmp:
                     command = [sys.executable, "-m", "graphscope", "record", "--out", tmp, *options]
-                    _, lines = _run([*command, "--", sys.executable, *program])
+                    wall, lines = _run([*command, "--", sys.executable, *program])
                     recorded[name].append(_decode_s(lines))
+                    if name == "default":
+                        walls["recorded"].append(wall)
                     print(f"  recorded ({name}): {recorded[name][-1]:.3f} s", flush=True)
                     if name == "default":
                         from graphscope import recording
@@ -213,6 +220,9 @@ def _overhead(args: argparse.Namespace) -> list[dict[str, Any]]:
             median = statistics.median(values)
             row[name] = {"decode_s": median, "overhead_pct": 100 * (median - base) / base}
         row["grab_s"] = statistics.median(grabs)
+        # Start to exit: the whole process, start-up, capture and exit included.
+        row["whole_run_s"] = {name: statistics.median(values) for name, values in walls.items()}
+        row["whole_run_ratio"] = row["whole_run_s"]["recorded"] / row["whole_run_s"]["unrecorded"]
         if captures["plain"]:
             row["capture_s_unrecorded"] = statistics.median(captures["plain"])
             row["capture_s_recorded"] = statistics.median(captures["recorded"])
@@ -239,7 +249,8 @@ def _startup(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     rows = []
     for label, code in STARTUP_PROGRAMS.items():
-        module = code.split()[1].split(".")[0] if code not in (None, "pass") else None
+        # "import torch; ..." -> torch: a program whose framework is not installed is left out
+        module = code.split()[1].split(".")[0].rstrip(";") if code not in (None, "pass") else None
         if module and importlib.util.find_spec(module) is None:
             continue
         program = ["true"] if code is None else [sys.executable, "-c", code]
@@ -267,6 +278,7 @@ def _startup(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 #: ``deep --parts``: the recorded run again with each of its costly parts turned off.
 DEEP_PARTS = {
+    "recorded, --ops": ["--ops"],
     "recorded, --no-attribution": ["--no-attribution"],
     "recorded, no timing (--every 0 --first 0)": ["--every", "0", "--first", "0"],
 }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
 import importlib
 from types import ModuleType
@@ -42,6 +44,27 @@ def nvrtc() -> ModuleType:
 
 def cupti() -> ModuleType:
     return require("cupti.cupti")
+
+
+@functools.cache
+def libcupti() -> ctypes.CDLL | None:
+    """The libcupti cupti-python loaded, for the C calls read with ctypes; None where it is
+    not found in this process (cupti-python's own calls then serve).
+
+    The same library, not another copy found on the path: CUPTI keeps one subscriber and
+    one pair of activity buffer callbacks per loaded library."""
+    api = cupti()
+    with contextlib.suppress(Exception):
+        api.get_version()  # cupti-python opens libcupti at its first call
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(maxsplit=5)[-1]
+                if "/libcupti.so" in path:
+                    return ctypes.CDLL(path)
+    except OSError:
+        return None
+    return None
 
 
 def check(result: Any, what: str = "CUDA call") -> Any:

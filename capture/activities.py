@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ._cuda import cupti
+from ._cuda import cupti, libcupti
 
 Record = dict[str, Any]
 Deliver = Callable[[list[Record]], None]
@@ -198,19 +198,6 @@ class Buffers:
                 sys.stderr.write(f"graphscope: CUPTI activity records lost ({lost})\n")
 
 
-def _loaded_libcupti() -> str | None:
-    """The path of the libcupti this process has loaded (cupti-python's), or None."""
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
-            for line in maps:
-                path = line.rstrip("\n").split(maxsplit=5)[-1]
-                if "/libcupti.so" in path:
-                    return path
-    except OSError:
-        return None
-    return None
-
-
 def _from_objects(activities: list[Any], reader: Reader) -> list[Record]:
     """cupti-python's record objects as the same dicts (where libcupti was not found)."""
     out: list[Record] = []
@@ -241,10 +228,10 @@ def register(deliver: Deliver) -> None:
         return
     api = cupti()
     reader = Reader.for_cupti(api)
-    path = _loaded_libcupti()
-    if path is not None:
-        with contextlib.suppress(OSError):
-            buffers = Buffers(ctypes.CDLL(path), reader, deliver)
+    lib = libcupti()
+    if lib is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            buffers = Buffers(lib, reader, deliver)
             buffers.register()
             _buffers, _registered = buffers, True
             return

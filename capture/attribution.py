@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
-from .callbacks import subscriber
+from .callbacks import graph_data, subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
 from .sites import Frames, TensorInput, tensor_inputs
 
@@ -107,7 +107,7 @@ class Attribution:
     the shapes of that module's tensor arguments.
     """
 
-    def __init__(self, model: Any = None) -> None:
+    def __init__(self, model: Any = None, track_ops: bool = True) -> None:
         self.torch = require("torch")
         self.names: dict[int, str] = module_names(model) if model is not None else {}
         self._fixed_model = model is not None
@@ -123,6 +123,10 @@ class Attribution:
         self.frames = Frames(self._library, generated_code_dirs)
         self._handles: list[Any] = []
         self._mode: Any = None
+        # The op tracker puts every aten op through Python (a TorchDispatchMode), the most
+        # costly part of recording a capture (docs/RECORD.md). ``record`` asks for it only
+        # with --ops; without it a label's op is None.
+        self.track_ops = track_ops
         self._subscribed = False
         self._warnings: Any = None
 
@@ -173,9 +177,8 @@ class Attribution:
         self.labels[packed] = label
 
     def _node_created(self, cbdata: Any) -> None:
-        api = cupti()
-        node = api.GraphData.from_ptr(cbdata.resource_descriptor).node
-        self.label(int(api.get_graph_node_id(int(node))), sys._getframe(1))
+        _, node, _ = graph_data(cbdata)
+        self.label(int(cupti().get_graph_node_id(node)), sys._getframe(1))
 
     def note_failure(self, tb: TracebackType | None) -> None:
         """Remember where an op raised; the first failure wins."""
@@ -213,8 +216,9 @@ class Attribution:
             hooks.register_module_forward_pre_hook(self._enter_module),
             hooks.register_module_forward_hook(self._leave_module),
         ]
-        self._mode = _op_tracker(self)
-        self._mode.__enter__()
+        if self.track_ops:
+            self._mode = _op_tracker(self)
+            self._mode.__enter__()
 
     def deactivate(self) -> None:
         """Stop tracking; labels stay."""

@@ -65,7 +65,10 @@ class Settings:
     first: int = DEFAULT_FIRST  # launches traced at the start of each graph's life
     every_s: float = DEFAULT_EVERY_S  # seconds between periodic windows (0: none)
     window: int = DEFAULT_WINDOW  # launches traced in each periodic window
-    attribution: bool = True  # label nodes with module, op and line while graphs are captured
+    attribution: bool = True  # label nodes with module and line while graphs are captured
+    # Also name each node's aten op: a TorchDispatchMode on every op captured, which made a
+    # 10,411-node capture about 3x slower on the H100 (docs/RECORD.md).
+    ops: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +76,7 @@ class Settings:
             "every_s": self.every_s,
             "window": self.window,
             "attribution": self.attribution,
+            "ops": self.ops,
         }
 
     @classmethod
@@ -88,8 +92,9 @@ class Settings:
                 and 0 <= value <= 2**53
             ):
                 setattr(out, name, kind(value))
-        if isinstance(data.get("attribution"), bool):
-            out.attribution = data["attribution"]
+        for name in ("attribution", "ops"):
+            if isinstance(data.get(name), bool):
+                setattr(out, name, data[name])
         return out
 
 

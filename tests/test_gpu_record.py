@@ -19,7 +19,7 @@ import pytest
 
 import graphscope
 from graphscope.cli import main
-from graphscope.recording import Recording, load_recordings
+from graphscope.recording import Recording, Settings, load_recordings
 
 pytestmark = pytest.mark.gpu
 PROGRAMS = Path(__file__).resolve().parent / "record_programs"
@@ -100,6 +100,8 @@ def test_torch_cuda_graph_buckets_in_one_pool(tmp_path: Path) -> None:
     G = graphscope.load(rec.bundle_path(graphs[1]))
     labels = [d["attribution"] for _, d in G.nodes(data=True) if d["type"] == "KERNEL"]
     assert any(str(a["module"]).startswith("layers.0.attn") for a in labels)
+    # The aten op is named only with --ops (its dispatch mode is most of attribution's cost).
+    assert all(a["op"] is None and a["line"] for a in labels)
     named = {p.get("buffer") for _, d in G.nodes(data=True) for p in d.get("pointers", [])}
     assert "param:layers.0.attn.qkv.weight" in named
     assert main(["inspect", str(out)]) == 0 and main(["report", str(out)]) == 0
@@ -176,7 +178,7 @@ def test_record_in_a_process_sees_updates_and_explicit_launches(tmp_path: Path) 
         x.add_(1)
         x.mul_(2)
     torch.cuda.synchronize()
-    with record.record(tmp_path) as recorder:
+    with record.record(tmp_path, Settings(ops=True)) as recorder:
         assert recorder is not None
         a = torch.cuda.CUDAGraph(keep_graph=True)
         with torch.cuda.graph(a):
@@ -200,6 +202,13 @@ def test_record_in_a_process_sees_updates_and_explicit_launches(tmp_path: Path) 
     assert update["ok"] == verdict["ok"] and update["result"] == verdict["result"]
     launched = [g for g in rec.graphs if g["replays"]]
     assert len(launched) == 1 and launched[0]["replays"] == 8
+    ops = {
+        d["attribution"]["op"]
+        for g in rec.graphs
+        for _, d in graphscope.load(rec.bundle_path(g)).nodes(data=True)
+        if d["type"] == "KERNEL"
+    }
+    assert ops == {"aten::add_", "aten::mul_"}, ops  # asked for with Settings(ops=True)
     assert launched[0]["destroyed_at_s"] is not None
     # Timed from records read in place (activities.Buffers), not cupti-python's objects.
     from graphscope.capture import activities
@@ -306,3 +315,25 @@ def test_a_profiler_holding_cupti_leaves_the_program_unrecorded(tmp_path: Path) 
     assert len(said) == 1 and "runs unrecorded" in said[0], said
     (rec,) = load_recordings(tmp_path)
     assert rec.process["status"] == "stopped" and "profiler" in rec.process["stop_reason"]
+
+
+def test_a_native_process_that_uses_cuda_is_named_as_not_recorded(tmp_path: Path) -> None:
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler to build the native program")
+    binary = tmp_path / "native-cuda"
+    source = PROGRAMS / "native_cuda.c"
+    subprocess.run([compiler, "-O1", "-o", str(binary), str(source), "-ldl"], check=True)
+    out = tmp_path / "rec"
+    done = subprocess.run(
+        [sys.executable, "-m", "graphscope", "record", "--out", str(out), "--", str(binary)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    said = [line for line in done.stderr.splitlines() if "not recorded:" in line]
+    assert len(said) == 1 and "(native-cuda)" in said[0] and "not a Python process" in said[0]
+    (entry,) = json.loads((out / "run.json").read_text())["unrecorded_processes"]
+    assert entry["name"] == "native-cuda" and entry["pid"] > 0

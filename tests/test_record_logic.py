@@ -288,3 +288,60 @@ def test_activity_records_are_read_in_place_at_their_layout_s_offsets() -> None:
         {"kind": "concurrent_kernel", "start": 0, "end": 0, "correlation_id": 0}
         | {"graph_node_id": 0},
     ]
+
+
+def test_a_clones_dump_is_renamed_as_the_graph_it_copies(tmp_path: Path) -> None:
+    from graphscope.capture.grab import _rename_graph
+
+    dot = tmp_path / "clone.dot"
+    dot.write_text(
+        'digraph dot {\nsubgraph cluster_12 {\nlabel="graph_12" graph[style="dashed"];\n'
+        '"graph_12_node_0"[label="{KERNEL}"];\n"graph_12_node_1"[label="{KERNEL}"];\n'
+        '"graph_12_node_0" -> "graph_12_node_1";\n'
+        '"graph_120_node_0"[label="{KERNEL}"];\n}\n}\n'
+    )
+    _rename_graph(dot, 12, 3)
+    text = dot.read_text()
+    assert "subgraph cluster_3 {" in text and 'label="graph_3"' in text
+    assert '"graph_3_node_0" -> "graph_3_node_1"' in text
+    assert "graph_12_" not in text and "cluster_12" not in text and 'label="graph_12"' not in text
+    assert '"graph_120_node_0"' in text  # another graph's id that begins with the same digits
+
+
+def test_callback_data_is_read_at_cupti_pythons_own_offsets() -> None:
+    # The recorder reads CUPTI's callback structs in place (capture/callbacks.py); the
+    # offsets must be those of the CUPTI cupti-python was built for.
+    cupti = pytest.importorskip("cupti.cupti")
+    from graphscope.capture import callbacks
+
+    api = cupti.callback_data_dtype.fields
+    assert api["callback_site"][1] == callbacks._SITE_OFFSET
+    assert api["function_name"][1] == callbacks._NAME_OFFSET
+    assert api["function_params"][1] == callbacks._PARAMS_OFFSET
+    assert api["function_return_value"][1] == callbacks._RETURN_OFFSET
+    assert api["correlation_id"][1] == callbacks._CORRELATION_OFFSET
+    assert (
+        cupti.resource_data_dtype.fields["resource_descriptor"][1] == callbacks._DESCRIPTOR_OFFSET
+    )
+    graph = cupti.graph_data_dtype.fields
+    assert graph["graph"][1] == callbacks._GRAPH_OFFSET
+    assert graph["node"][1] == callbacks._NODE_OFFSET
+    assert graph["graph_exec"][1] == callbacks._EXEC_OFFSET
+    assert int(cupti.ApiCallbackSite.API_EXIT) == 1  # what callbacks.is_exit compares with
+
+
+def test_graph_callback_data_read_in_place() -> None:
+    import ctypes
+
+    from graphscope.capture import callbacks
+
+    graph_data = (ctypes.c_uint64 * 7)(0x1000, 0, 0x2000, 0, 0, 0, 0x3000)
+    resource = (ctypes.c_uint64 * 3)(0, 0, ctypes.addressof(graph_data))
+    data = callbacks.CallbackData(ctypes.addressof(resource))
+    assert callbacks.graph_data(data) == (0x1000, 0x2000, 0x3000)
+    api = (ctypes.c_uint32 * 18)()
+    api[0], api[16] = 1, 4242  # callbackSite: API_EXIT; correlationId
+    call = callbacks.CallbackData(ctypes.addressof(api))
+    assert callbacks.is_exit(call) and callbacks.correlation_id(call) == 4242
+    api[0] = 0
+    assert not callbacks.is_exit(call)

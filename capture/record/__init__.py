@@ -11,7 +11,7 @@ The process's one CUPTI subscriber (``callbacks``) hands events to observers, ea
 * ``graphs``: stream captures beginning and ending (the user's line, who captures: Inductor,
   vLLM, SGLang, ``torch.cuda.graph``; the inputs' shapes where torch says them; the memory
   pool), each created node labelled with module, aten op and line while a capture runs,
-  ``GRAPHEXEC_CREATED`` (the graph is read while it lives: ``grab.snapshot``),
+  ``GRAPHEXEC_CREATED`` (the graph is cloned while it lives, ``grab.clone``, and read later),
   ``cudaGraphExecUpdate`` results and executable graphs destroyed;
 * ``launches``: graph launches counted, and sampled for timing (``sampling``); traced
   launches' kernel records join nodes by graph node id;

@@ -43,9 +43,11 @@ class Builder:
     def build_pending(self) -> None:
         """Build every grabbed graph not built yet, with one look at memory for all."""
         rec = self.rec
-        pending = [life for life in list(rec.lives) if life.snapshot is not None]
+        pending = [life for life in list(rec.lives) if life.unread]
         if not pending:
             return
+        for life in pending:
+            self._read_clone(life)
         torch = rec.torch
         if torch is None or not torch.cuda.is_initialized():
             segments, spans = [], None
@@ -73,6 +75,24 @@ class Builder:
                 pointers = PointerMap(regions or [], spans)
             life.parameters = None
             self._build(life, pointers, segments)
+
+    def _read_clone(self, life: Life) -> None:
+        """Dump and read the clone made at instantiation, then destroy it."""
+        handle, life.clone = life.clone, None
+        if handle is None:
+            return
+        dot_tmp = self.rec.folder / f".{life.id}.dot.tmp"
+        try:
+            snap = grab.snapshot(handle, dot_tmp, self.rec.kernels, as_graph=life.graph_id)
+            life.snapshot, life.dot_tmp = snap, dot_tmp
+            life.dump_s, life.read_s = snap.dump_seconds, snap.seconds
+            life.nodes, life.kernels = snap.nodes, len(snap.kernels)
+        except Exception as exc:  # this graph goes unread; the others are still recorded
+            life.error = f"could not read the graph: {exc}"
+            dot_tmp.unlink(missing_ok=True)
+        finally:
+            with contextlib.suppress(Exception):
+                grab.destroy(handle)
 
     def _build(
         self, life: Life, pointers: PointerMap | None, segments: list[dict[str, Any]]

@@ -45,12 +45,11 @@ class Calls:
     def _wrap(self, handler: CallHandler, runtime: bool) -> callbacks.Handler:
         local = self._local
         stopped = self._stopped
-        exit_site = int(cupti().ApiCallbackSite.API_EXIT)
 
         def on_call(cbdata: Any) -> None:
             if stopped():
                 return
-            exiting = int(cbdata.callback_site) == exit_site
+            exiting = callbacks.is_exit(cbdata)
             if not runtime:
                 if not getattr(local, "depth", 0):
                     handler(cbdata, exiting)

@@ -65,11 +65,12 @@ class LaunchSampler:
                 life, traced, began = entered
                 spent = time.perf_counter_ns() - began
                 if traced:
-                    life.timed.cpu_launch_ns[cbdata.correlation_id] = spent
+                    life.timed.cpu_launch_ns[callbacks.correlation_id(cbdata)] = spent
                 else:
                     life.launch_ns.append(spent)
             return
         (exe,) = callbacks.param_words(cbdata, 1)
+        correlation = callbacks.correlation_id(cbdata)
         life = self.rec.by_exec.get(exe)
         self.last_launch_ns = began = time.perf_counter_ns()
         if life is None:
@@ -85,16 +86,16 @@ class LaunchSampler:
             if wanted:
                 # The first launch traced after tracing starts carries CUPTI's setup of the
                 # executable graph (its kernels read as 100 ms long on the H200): not timed.
-                life.timed.skip.add(cbdata.correlation_id)
+                life.timed.skip.add(correlation)
             else:
                 self.untime_last_traced()
                 if not self.records_since_ns:  # collected when the program next rests
                     self.records_since_ns = began
         if wanted:
             if life.traced == 0:
-                life.timed.skip.add(cbdata.correlation_id)
+                life.timed.skip.add(correlation)
             life.traced += 1
-            self._last_traced = (life, cbdata.correlation_id)
+            self._last_traced = (life, correlation)
         local.launch = (life, wanted, time.perf_counter_ns())
 
     def untime_last_traced(self) -> None:

@@ -62,9 +62,12 @@ class Life:
     capture: Capture | None
     instantiated_ns: int
     instantiate_ns: int | None
-    grab_ns: int = 0
-    dump_s: float | None = None  # of grab_ns: cudaGraphDebugDotPrint
-    read_s: float | None = None  # of grab_ns: the driver's read of the nodes
+    grab_ns: int = 0  # the program's wait for graphscope at instantiation
+    dump_s: float | None = None  # cudaGraphDebugDotPrint (on the worker, of a clone)
+    read_s: float | None = None  # the driver's read of the nodes (likewise)
+    # graphscope's copy of the graph (grab.clone), made at instantiation and read by the
+    # worker while the program rests; None once read, or where the graph was read at once.
+    clone: int | None = None
     snapshot: grab.Snapshot | None = None
     labels: dict[int, Label] = field(default_factory=dict)
     # The parameters of the modules that ran in its capture, read at instantiation: the
@@ -97,6 +100,11 @@ class Life:
     # program's lines that instantiated it, where the instantiating thread runs Python.
     instantiated_site: sites.Site | None = None
     instantiated_program_site: sites.Site | None = None
+
+    @property
+    def unread(self) -> bool:
+        """Grabbed and not built yet: a clone to read, or a snapshot to build."""
+        return self.clone is not None or self.snapshot is not None
 
 
 def median_us(values: Iterable[int]) -> float | None:

@@ -67,7 +67,7 @@ class Recorder(State):
         from ..attribution import Attribution, generated_code_dirs, library_paths
 
         if self.settings.attribution and self.torch is not None:  # its frames serve ours too
-            self.attribution = Attribution()
+            self.attribution = Attribution(track_ops=self.settings.ops)
             self.frames = self.attribution.frames
         else:
             self.frames = sites.Frames(library_paths(self.torch), generated_code_dirs)
@@ -170,7 +170,7 @@ class Recorder(State):
             self.dirty = True
         busy = max(self.last_grab_ns, launches.last_launch_ns)
         idle = now - busy >= BUILD_QUIET_S * 1e9 and not capturing
-        waited = [life for life in self.lives if life.snapshot is not None]
+        waited = [life for life in self.lives if life.unread]
         overdue = bool(waited) and now - waited[0].instantiated_ns >= BUILD_LATEST_S * 1e9
         if launches.records_since_ns and not launches.tracing:
             overdue = overdue or now - launches.records_since_ns >= BUILD_LATEST_S * 1e9
