@@ -25,6 +25,7 @@ from typing import Any
 
 from . import paths, sizes
 from .analysis.buckets import DEFAULT_BUCKETS, MAX_BUDGET_MIB
+from .descendants import Seen, Watch
 from .errors import GraphscopeError, InputError, printable
 from .output import is_special, refuse_inputs, write_atomic
 from .recording import (
@@ -254,6 +255,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         every_s=args.every,
         window=args.window,
         attribution=not args.no_attribution,
+        ops=args.ops,
     )
     env = {**os.environ, **child_environment(out, settings)}
     print(
@@ -269,6 +271,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         child = subprocess.Popen(program, env=env)
     except OSError as exc:
         raise GraphscopeError(f"cannot run {program[0]!r}: {exc.strerror or exc}") from None
+    descendants = Watch(child.pid).start()
     # Described while the program starts, not before: nvidia-smi and package metadata take
     # a few hundred ms that the program need not wait for.
     run = _run_description(args.invocation, program, started_at)
@@ -282,9 +285,17 @@ def cmd_record(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         signal.signal(signal.SIGTERM, forward)
-    run.update(ended_at=now_iso(), exit_status=code)
+    missed = descendants.stop()
+    run.update(
+        ended_at=now_iso(),
+        exit_status=code,
+        unrecorded_processes=[
+            {"pid": s.pid, "name": s.name, "why": s.why_unrecorded()} for s in missed
+        ],
+    )
     write_atomic(out / RUN_FILE, json.dumps(run, indent=1) + "\n")
     _summarize_recording(out, code)
+    _say_unrecorded(missed)
     return code if code >= 0 else 128 - code
 
 
@@ -306,6 +317,20 @@ def _run_description(invocation: list[str], program: list[str], started_at: str)
         "ended_at": None,
         "exit_status": None,
     }
+
+
+def _say_unrecorded(missed: list[Seen], most: int = 5) -> None:
+    """One line per process of the program that used CUDA where record could not follow."""
+    for seen in missed[:most]:
+        print(
+            f"graphscope record: not recorded: {printable(seen.why_unrecorded())}", file=sys.stderr
+        )
+    if len(missed) > most:
+        print(
+            f"graphscope record: not recorded: {len(missed) - most} more such processes "
+            "(run.json lists them all)",
+            file=sys.stderr,
+        )
 
 
 def _summarize_recording(out: Path, code: int) -> None:
@@ -960,7 +985,13 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--no-attribution",
         action="store_true",
-        help="do not label nodes with module, op and source line while graphs are captured",
+        help="do not label nodes with module and source line while graphs are captured",
+    )
+    rec.add_argument(
+        "--ops",
+        action="store_true",
+        help="also label each node with the aten op that made it: every op captured then "
+        "passes through Python, and captures take about 3x as long",
     )
     rec.add_argument("program", nargs=argparse.REMAINDER, help="the program: -- COMMAND ARGS")
     rec.set_defaults(run=cmd_record)

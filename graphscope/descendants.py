@@ -1,0 +1,130 @@
+"""The processes a recorded program starts, watched through ``/proc``: which of them loaded the
+CUDA driver where ``graphscope record`` could not follow.
+
+``record``'s start-up hook reaches Python processes only. A program that starts a C++ server
+or another native binary using the GPU gets no recording of it, and the user should hear so
+rather than find the process missing. ``graphscope record``'s own process (which waits for the
+program anyway) polls the process table: every process descending from the program is noted
+with its name and whether it is Python, and a process that is not Python is checked for the
+CUDA driver (``libcuda.so`` in its memory map) until it has loaded it. A process that lives
+less than one poll can be missed; the docs say so. Linux only: elsewhere nothing is watched.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+POLL_S = 1.0
+_PYTHON = re.compile(r"^(python|pypy)[0-9.]*(-dbg)?$")
+
+
+@dataclass
+class Seen:
+    """One descendant of the program."""
+
+    pid: int
+    name: str  # the executable's file name, or the kernel's short name for the process
+    python: bool
+    cuda: bool = False  # loaded libcuda (seen in its memory map)
+
+    def why_unrecorded(self) -> str:
+        return (
+            f"pid {self.pid} ({self.name}) loaded the CUDA driver but is not a Python "
+            "process, and graphscope record's start-up hook reaches Python processes only"
+        )
+
+
+class Watch:
+    """Polls ``proc`` for the descendants of ``root`` on a thread of its own."""
+
+    def __init__(self, root: int, proc: Path = Path("/proc"), poll_s: float = POLL_S) -> None:
+        self.root = root
+        self.proc = proc
+        self.poll_s = poll_s
+        self.seen: dict[int, Seen] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Watch:
+        if self.proc.is_dir():
+            self._thread = threading.Thread(target=self._run, name="graphscope-descendants")
+            self._thread.daemon = True
+            self._thread.start()
+        return self
+
+    def stop(self) -> list[Seen]:
+        """Stop polling; every descendant seen that is not Python and loaded the driver."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        return [s for s in self.seen.values() if s.cuda and not s.python]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.poll()
+            except Exception:  # a report, never a reason to fail the run
+                return
+            self._stop.wait(self.poll_s)
+
+    def poll(self) -> None:
+        """One look at the process table."""
+        parents = self._parents()
+        for pid in _descendants(self.root, parents):
+            seen = self.seen.get(pid)
+            if seen is None:
+                name = self._name(pid)
+                if name is None:
+                    continue
+                seen = self.seen[pid] = Seen(pid, name, bool(_PYTHON.match(name)))
+            if not seen.python and not seen.cuda:
+                seen.cuda = self._maps_libcuda(pid)
+
+    def _parents(self) -> dict[int, int]:
+        """pid -> parent pid, for every process readable now."""
+        out: dict[int, int] = {}
+        for entry in self.proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text(errors="replace")
+            except OSError:  # gone since the listing
+                continue
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) >= 2 and fields[1].isdigit():
+                out[int(entry.name)] = int(fields[1])
+        return out
+
+    def _name(self, pid: int) -> str | None:
+        folder = self.proc / str(pid)
+        try:
+            return Path((folder / "exe").readlink()).name.removesuffix(" (deleted)")
+        except OSError:  # not ours to read, or a kernel thread: the short name
+            try:
+                return (folder / "comm").read_text(errors="replace").strip() or None
+            except OSError:
+                return None
+
+    def _maps_libcuda(self, pid: int) -> bool:
+        try:
+            with open(self.proc / str(pid) / "maps", encoding="utf-8", errors="replace") as maps:
+                return any("/libcuda.so" in line for line in maps)
+        except OSError:
+            return False
+
+
+def _descendants(root: int, parents: dict[int, int]) -> list[int]:
+    """``root`` and every process below it, in ``parents``."""
+    children: dict[int, list[int]] = {}
+    for pid, parent in parents.items():
+        children.setdefault(parent, []).append(pid)
+    out, todo = [], [root] if root in parents else []
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
