@@ -38,6 +38,7 @@ from .recording import (
     load_recordings,
     process_label,
     recording_parts,
+    unrecorded_processes,
 )
 from .version import __version__
 
@@ -121,9 +122,21 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             continue
         if recording:
             if args.json:
-                results.append({"file": path, "recording": [r.as_dict() for r in reports]})
+                results.append(
+                    {
+                        "file": path,
+                        "recording": [r.as_dict() for r in reports],
+                        "unrecorded_processes": unrecorded_processes(path),
+                    }
+                )
             else:
-                text.render_recording(printable(path), reports, sys.stdout.write, top=args.top)
+                text.render_recording(
+                    printable(path),
+                    reports,
+                    sys.stdout.write,
+                    top=args.top,
+                    unrecorded=unrecorded_processes(path),
+                )
             continue
         try:
             G = load(path)

@@ -250,6 +250,29 @@ def recording_parts(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted({*found, *run_file, *unindexed})
 
 
+def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The processes of the run that loaded the CUDA driver where ``record`` could not follow
+    (``run.json``'s ``unrecorded_processes``: ``{pid, name, why}``). A run.json that is
+    missing, unreadable or of another shape gives none: it only adds to what the process
+    folders say."""
+    path = Path(folder) / RUN_FILE
+    try:
+        run = json.loads(path.read_text(encoding="utf-8")) if paths.is_file(path) else {}
+    except (OSError, ValueError):
+        return []
+    entries = run.get("unrecorded_processes") if isinstance(run, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [
+        e
+        for e in entries
+        if isinstance(e, dict)
+        and isinstance(e.get("pid"), int)
+        and isinstance(e.get("name"), str)
+        and isinstance(e.get("why"), str)
+    ]
+
+
 def _process_order(name: str) -> tuple[int, int, str]:
     """rank0, rank1, ... first, then the other processes by pid."""
     rank, pid = -1, -1

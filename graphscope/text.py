@@ -11,6 +11,7 @@ from .analysis.lifecycle import ProcessReport, history
 from .analysis.memory import Ledger
 from .analysis.report import StepReport
 from .analysis.timing import read_eager_summary, read_timing
+from .errors import printable
 
 Write = Callable[[str], Any]
 
@@ -248,10 +249,19 @@ def _count(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def render_recording(path: str, reports: list[ProcessReport], w: Write, top: int = 50) -> None:
-    """The catalog of a recording: per process, every graph and what deserves a look."""
+def render_recording(
+    path: str,
+    reports: list[ProcessReport],
+    w: Write,
+    top: int = 50,
+    unrecorded: list[dict[str, Any]] | None = None,
+) -> None:
+    """The catalog of a recording: per process, every graph and what deserves a look; then
+    the run's processes that used CUDA unrecorded (``recording.unrecorded_processes``)."""
     plural = "es" if len(reports) != 1 else ""
     w(f"{path}  (graphscope recording, {len(reports)} process{plural})\n")
+    for entry in unrecorded or ():
+        w(f"not recorded: {printable(entry['why'])}\n")
     for r in reports:
         share = (
             f"   outside graphs {r.eager_share_pct:.0f}%" if r.eager_share_pct is not None else ""

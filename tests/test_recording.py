@@ -452,3 +452,27 @@ def test_the_memory_ledger_says_what_each_pool_holds_and_what_dropping_a_batch_f
     out = capsys.readouterr().out
     assert "memory: 3 pool(s), 6.0 MiB in all" in out
     assert "dropping every graph of one batch size frees  batch 1: 3.0 MiB" in out
+
+
+def test_inspect_names_the_run_s_processes_that_used_cuda_unrecorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rec"
+    shutil.copytree(RECORDINGS / "cupy-graph", out)
+    run = json.loads((out / "run.json").read_text())
+    why = "pid 4242 (llama-server) loaded the CUDA driver but is not a Python process"
+    run["unrecorded_processes"] = [
+        {"pid": 4242, "name": "llama-server", "why": why},
+        {"pid": "x", "name": 3, "why": None},  # of another shape: left out
+    ]
+    (out / "run.json").write_text(json.dumps(run))
+    assert main(["inspect", str(out)]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "not recorded" in line]
+    assert said == [f"not recorded: {why}"]
+    assert main(["inspect", "--json", str(out)]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)
+    assert [e["pid"] for e in entry["unrecorded_processes"]] == [4242]
+    # A run.json that is not JSON adds nothing, and the recording still reads.
+    (out / "run.json").write_text("{trunc")
+    assert main(["inspect", str(out)]) == 0
+    assert "not recorded" not in capsys.readouterr().out
