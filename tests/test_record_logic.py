@@ -345,3 +345,35 @@ def test_graph_callback_data_read_in_place() -> None:
     assert callbacks.is_exit(call) and callbacks.correlation_id(call) == 4242
     api[0] = 0
     assert not callbacks.is_exit(call)
+
+
+def test_a_life_reads_its_graph_or_says_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphscope.capture import grab
+
+    def snapshot(handle: int, dot: Path, kernels: Any, as_graph: int | None = None) -> Any:
+        if handle == 0:
+            raise RuntimeError("CUDA_ERROR_INVALID_VALUE")
+        dot.write_text("digraph dot {}\n")
+        return grab.Snapshot(as_graph or 5, {0: "KERNEL", 1: "MEMSET"}, {0: ({}, [])}, 0.2, 0.1)
+
+    monkeypatch.setattr(grab, "snapshot", snapshot)
+    life = Life(
+        id="g9", exec_id=9, graph_id=3, capture=None, instantiated_ns=0, instantiate_ns=None
+    )
+    life.read(7, tmp_path, kernels=None, as_graph=3)  # a clone of graph 3
+    assert (life.graph_id, life.nodes, life.kernels, life.read_s, life.dump_s) == (
+        3,
+        2,
+        1,
+        0.2,
+        0.1,
+    )
+    assert life.dot_tmp == tmp_path / ".g9.dot.tmp" and life.unread and life.error is None
+    failed = Life(
+        id="g4", exec_id=4, graph_id=None, capture=None, instantiated_ns=0, instantiate_ns=None
+    )
+    failed.read(0, tmp_path, kernels=None)
+    assert failed.error == "could not read the graph: CUDA_ERROR_INVALID_VALUE"
+    assert failed.snapshot is None and not (tmp_path / ".g4.dot.tmp").exists() and not failed.unread

@@ -81,15 +81,8 @@ class Builder:
         handle, life.clone = life.clone, None
         if handle is None:
             return
-        dot_tmp = self.rec.folder / f".{life.id}.dot.tmp"
         try:
-            snap = grab.snapshot(handle, dot_tmp, self.rec.kernels, as_graph=life.graph_id)
-            life.snapshot, life.dot_tmp = snap, dot_tmp
-            life.dump_s, life.read_s = snap.dump_seconds, snap.seconds
-            life.nodes, life.kernels = snap.nodes, len(snap.kernels)
-        except Exception as exc:  # this graph goes unread; the others are still recorded
-            life.error = f"could not read the graph: {exc}"
-            dot_tmp.unlink(missing_ok=True)
+            life.read(handle, self.rec.folder, self.rec.kernels, as_graph=life.graph_id)
         finally:
             with contextlib.suppress(Exception):
                 grab.destroy(handle)

@@ -173,7 +173,7 @@ class GraphWatch:
             life.nodes = grab.node_count(graph)
             life.clone = grab.clone(graph)
         except Exception:  # a graph the driver will not clone: read it now
-            self._read_now(life, graph)
+            life.read(graph, rec.folder, rec.kernels)
         attribution = rec.attribution
         if attribution is not None and life.graph_id is not None:
             labels = attribution.labels
@@ -199,22 +199,6 @@ class GraphWatch:
             life.instantiated_program_site = sites.site(rec.frames.program_frame(frame))
         life.grab_ns = time.perf_counter_ns() - created
         rec.add_life(exe, life)
-
-    def _read_now(self, life: Life, graph: int) -> None:
-        """Read ``graph`` while the program waits (where it could not be cloned)."""
-        rec = self.rec
-        dot_tmp = rec.folder / f".{life.id}.dot.tmp"
-        try:
-            life.snapshot = grab.snapshot(graph, dot_tmp, rec.kernels)
-            life.dump_s, life.read_s = life.snapshot.dump_seconds, life.snapshot.seconds
-            life.graph_id = life.snapshot.graph_id
-            life.nodes = life.snapshot.nodes
-            life.kernels = len(life.snapshot.kernels)
-            life.dot_tmp = dot_tmp
-        except Exception as exc:  # this graph goes unread; the others are still recorded
-            life.error = f"could not read the graph at instantiation: {exc}"
-            life.graph_id = life.nodes = None
-            dot_tmp.unlink(missing_ok=True)
 
     def _exec_destroyed(self, cbdata: Any) -> None:
         if self.rec.stopped:

@@ -8,13 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from .. import grab
 from ..sampling import Replays
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from .. import grab, sites
+    from .. import sites
     from ..attribution import Label
+    from ..introspect import KernelReader
     from ..pointers import Region
 
 LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
@@ -100,6 +102,23 @@ class Life:
     # program's lines that instantiated it, where the instantiating thread runs Python.
     instantiated_site: sites.Site | None = None
     instantiated_program_site: sites.Site | None = None
+
+    def read(
+        self, handle: int, folder: Path, kernels: KernelReader, as_graph: int | None = None
+    ) -> None:
+        """Dump and read graph ``handle`` into this life's snapshot (a :func:`grab.clone` of
+        the graph ``as_graph`` names, or the graph itself); on failure ``error`` says why: this
+        graph goes unread, the others are still recorded."""
+        dot_tmp = folder / f".{self.id}.dot.tmp"
+        try:
+            snap = grab.snapshot(handle, dot_tmp, kernels, as_graph=as_graph)
+        except Exception as exc:
+            self.error = f"could not read the graph: {exc}"
+            dot_tmp.unlink(missing_ok=True)
+            return
+        self.snapshot, self.dot_tmp = snap, dot_tmp
+        self.dump_s, self.read_s = snap.dump_seconds, snap.seconds
+        self.graph_id, self.nodes, self.kernels = snap.graph_id, snap.nodes, len(snap.kernels)
 
     @property
     def unread(self) -> bool:
