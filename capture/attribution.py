@@ -21,7 +21,7 @@ from typing import Any, TypedDict
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
-from .callbacks import graph_data, subscriber
+from .callbacks import created_node_id, subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
 from .sites import Frames, TensorInput, tensor_inputs
 
@@ -177,8 +177,7 @@ class Attribution:
         self.labels[packed] = label
 
     def _node_created(self, cbdata: Any) -> None:
-        _, node, _ = graph_data(cbdata)
-        self.label(int(cupti().get_graph_node_id(node)), sys._getframe(1))
+        self.label(created_node_id(cbdata), sys._getframe(1))
 
     def note_failure(self, tb: TracebackType | None) -> None:
         """Remember where an op raised; the first failure wins."""

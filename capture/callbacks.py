@@ -65,46 +65,45 @@ class Subscriber:
     def active(self) -> bool:
         return self._handle is not None
 
-    def _dispatch_raw(self, userdata: Any, domain: int, cbid: int, ptr: int | None) -> None:
-        handlers = self._handlers.get((domain, cbid))
-        if handlers:
-            data = CallbackData(ptr or 0)
-            for handler, on_error in handlers:
-                try:
-                    handler(data)
-                except BaseException as exc:  # never into CUPTI: it would end the CUDA call
-                    with contextlib.suppress(BaseException):
-                        on_error(exc)
-
-    def _dispatch(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
-        for handler, on_error in self._handlers.get((int(domain), int(cbid)), ()):
+    @staticmethod
+    def _call(handlers: list[tuple[Handler, Callable[[BaseException], None]]], data: Any) -> None:
+        for handler, on_error in handlers:
             try:
-                handler(cbdata)
+                handler(data)
             except BaseException as exc:  # never into CUPTI: it would end the CUDA call
                 with contextlib.suppress(BaseException):
                     on_error(exc)
 
+    def _dispatch_raw(self, userdata: Any, domain: int, cbid: int, ptr: int | None) -> None:
+        handlers = self._handlers.get((domain, cbid))
+        if handlers:  # one lookup: this runs once per node a capture creates
+            self._call(handlers, CallbackData(ptr or 0))
+
+    def _dispatch(self, userdata: Any, domain: Any, cbid: Any, cbdata: Any) -> None:
+        self._call(self._handlers.get((int(domain), int(cbid)), []), cbdata)
+
     def _subscribe(self) -> None:
+        """Raises CaptureError when CUPTI refuses."""
         api = cupti()
         lib = libcupti()
+        refused = None
         if lib is not None:
             handle = ctypes.c_void_p()
             status = lib.cuptiSubscribe(ctypes.byref(handle), self._trampoline, None)
-            if status != _CUPTI_SUCCESS:
-                raise CaptureError(
-                    f"CUPTI refused a subscriber ({_result_name(lib, status)}): another "
-                    "profiler (torch.profiler, Nsight Systems) holds this process's one CUPTI "
-                    "subscriber"
-                )
-            self._handle, self._raw = handle, lib
-            return
-        try:
-            self._handle = api.subscribe(self._dispatch, None)
-        except api.cuptiError as exc:
-            raise CaptureError(
-                f"CUPTI refused a subscriber ({exc}): another profiler (torch.profiler, "
-                "Nsight Systems) holds this process's one CUPTI subscriber"
-            ) from None
+            if status == _CUPTI_SUCCESS:
+                self._handle, self._raw = handle, lib
+                return
+            refused = _result_name(lib, status)
+        else:
+            try:
+                self._handle = api.subscribe(self._dispatch, None)
+                return
+            except api.cuptiError as exc:
+                refused = str(exc)
+        raise CaptureError(
+            f"CUPTI refused a subscriber ({refused}): another profiler (torch.profiler, "
+            "Nsight Systems) holds this process's one CUPTI subscriber"
+        )
 
     def _enable(self, enable: int, domain: int, cbid: int) -> None:
         """Raises CaptureError when CUPTI refuses."""
@@ -212,6 +211,13 @@ def param_words(cbdata: Any, count: int) -> list[int]:
     """
     base = params_address(cbdata)
     return [_word(base + 8 * i) for i in range(count)] if base else [0] * count
+
+
+def created_node_id(cbdata: Any) -> int:
+    """CUPTI's id of the node a ``GRAPHNODE_CREATED`` callback reports: ``(graph id << 32) |
+    local id``."""
+    _, node, _ = graph_data(cbdata)
+    return int(cupti().get_graph_node_id(node))
 
 
 def is_exit(cbdata: Any) -> bool:

@@ -377,3 +377,21 @@ def test_a_life_reads_its_graph_or_says_why_not(
     failed.read(0, tmp_path, kernels=None)
     assert failed.error == "could not read the graph: CUDA_ERROR_INVALID_VALUE"
     assert failed.snapshot is None and not (tmp_path / ".g4.dot.tmp").exists() and not failed.unread
+
+
+def test_the_subscriber_hands_each_callback_to_its_handlers_and_keeps_their_errors() -> None:
+    from graphscope.capture.callbacks import Subscriber
+
+    sub = Subscriber()
+    seen: list[object] = []
+    errors: list[BaseException] = []
+
+    def broken(data: Any) -> None:
+        raise RuntimeError("planted")
+
+    sub._handlers[(3, 7)] = [(broken, errors.append), (lambda d: seen.append(d.ptr), errors.append)]
+    sub._dispatch_raw(None, 3, 7, 0x1234)  # as CUPTI calls the ctypes trampoline
+    sub._dispatch_raw(None, 3, 8, 0x1234)  # a callback no handler asked for
+    assert seen == [0x1234] and [str(e) for e in errors] == ["planted"]
+    sub._dispatch(None, 3, 7, SimpleNamespace(ptr=5))  # cupti-python's own delivery
+    assert seen == [0x1234, 5] and len(errors) == 2

@@ -74,8 +74,7 @@ class GraphWatch:
         attribution = self.rec.attribution
         if self.rec.stopped or not self.capturing or attribution is None:
             return
-        _, node, _ = callbacks.graph_data(cbdata)
-        attribution.label(int(cupti().get_graph_node_id(node)), sys._getframe(1))
+        attribution.label(callbacks.created_node_id(cbdata), sys._getframe(1))
 
     def _capture_begins(self, cbdata: Any, exiting: bool) -> None:
         (stream,) = callbacks.param_words(cbdata, 1)
