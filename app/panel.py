@@ -468,6 +468,13 @@ def _origin(data: dict[str, Any]) -> list[Any]:
         ("op", origin.get("op") or "-"),
         ("source", source),
     ]
+    compiled = origin.get("compiled") if isinstance(origin.get("compiled"), dict) else {}
+    if compiled.get("source_nodes"):  # Inductor's comment above the kernel call
+        fuses = str(compiled["source_nodes"])
+        rows.append(("fuses", f"{fuses} ({compiled['aten']})" if compiled.get("aten") else fuses))
+    hlo = origin.get("hlo") if isinstance(origin.get("hlo"), dict) else {}
+    if hlo.get("instruction"):  # XLA's kernels (graphscope.hlo)
+        rows.append(("HLO", f"{hlo['instruction']} in {hlo.get('module') or '?'}"))
     return [html.H4("Made by"), _table(rows, "node-origin")]
 
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import warnings
 import weakref
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import CodeType, FrameType, TracebackType
 from typing import Any, TypedDict
 
 from graphscope.errors import CaptureError
 
 from ._cuda import cupti, require
-from .callbacks import created_node_id, subscriber
+from .callbacks import created_node_id, native_labeller, subscriber
 from .failure import FailureSite, frames_of, innermost_module, user_site
 from .sites import Frames, TensorInput, tensor_inputs
 
@@ -91,6 +92,48 @@ class Label(_Label, total=False):
     """What was running when a node was created (a node's ``attribution``)."""
 
     compiled: dict[str, str]  # what Inductor's generated code says the kernel call fuses
+    hlo: dict[str, str]  # XLA's kernels: the HLO module and instruction (graphscope.hlo)
+
+
+# What the node-created callback notes, made into a Label later, off the program's path:
+# (node id, module, op, the user's code, its line, generated code's file, its line). The C
+# labeller (_labeller.c) appends the same tuples.
+RawLabel = tuple[int, str | None, str | None, CodeType | None, int | None, str | None, int | None]
+
+
+def raw_label(
+    frames: Frames, packed: int, module: str | None, op: str | None, frame: FrameType | None
+) -> RawLabel:
+    """What the node-created callback notes of node ``packed``, created under ``frame``."""
+    user, generated = frames.origin(frame)
+    return (
+        packed,
+        module,
+        op,
+        user.f_code if user is not None else None,
+        user.f_lineno if user is not None else None,
+        generated.f_code.co_filename if generated is not None else None,
+        generated.f_lineno if generated is not None else None,
+    )
+
+
+def make_labels(frames: Frames, raws: list[RawLabel]) -> dict[int, Label]:
+    """Labels by node id, from what the callback noted (Python's or C's)."""
+    labels: dict[int, Label] = {}
+    for packed, module, op, code, line, generated, generated_line in raws:
+        label: Label = {
+            "module": module,
+            "op": op,
+            "file": code.co_filename if code is not None else None,
+            "line": line,
+            "function": code.co_name if code is not None else None,
+        }
+        if generated is not None and generated_line is not None:
+            compiled = frames.compiled_at(generated, generated_line)
+            if compiled is not None:
+                label["compiled"] = compiled
+        labels[packed] = label
+    return labels
 
 
 class Attribution:
@@ -107,13 +150,17 @@ class Attribution:
     the shapes of that module's tensor arguments.
     """
 
-    def __init__(self, model: Any = None, track_ops: bool = True) -> None:
+    def __init__(self, model: Any = None, track_ops: bool = True, native: bool = True) -> None:
         self.torch = require("torch")
         self.names: dict[int, str] = module_names(model) if model is not None else {}
         self._fixed_model = model is not None
         self.modules: list[str] = []
         self.op: str | None = None
-        self.labels: dict[int, Label] = {}
+        # The callback appends RawLabels to _sink; they are sorted by graph as they are taken.
+        self._sink: list[RawLabel] = []
+        self._taken: dict[int, list[RawLabel]] = {}
+        self._take_lock = threading.Lock()
+        self._labels: dict[int, Label] = {}
         self.failure: FailureSite | None = None
         self.root_inputs: list[TensorInput] | None = None
         # The outermost modules seen running, by id: their parameters name pointers while
@@ -127,6 +174,12 @@ class Attribution:
         # costly part of recording a capture (docs/RECORD.md). ``record`` asks for it only
         # with --ops; without it a label's op is None.
         self.track_ops = track_ops
+        # The C labeller serves where it was built, the op is not wanted (it comes from the
+        # dispatch mode, in Python) and the subscription runs through it (callbacks.py).
+        self._native = native and not track_ops
+        self._kinds: dict[str, int] = {}  # the C labeller's cache of Frames.kind
+        self.labeller = "none"  # which labelled the last capture: "C", "Python" or "none"
+        self._labelling_natively = False
         self._subscribed = False
         self._warnings: Any = None
 
@@ -163,21 +216,37 @@ class Attribution:
 
     def label(self, packed: int, frame: FrameType | None) -> None:
         """Label node ``packed`` (CUPTI's graph node id) with what runs at ``frame`` now."""
-        user = self.frames.user_frame(frame)
-        label: Label = {
-            "module": self.modules[-1] if self.modules else None,
-            "op": self.op,
-            "file": user.f_code.co_filename if user is not None else None,
-            "line": user.f_lineno if user is not None else None,
-            "function": user.f_code.co_name if user is not None else None,
-        }
-        compiled = self.frames.compiled_origin(frame)
-        if compiled is not None:
-            label["compiled"] = compiled
-        self.labels[packed] = label
+        module = self.modules[-1] if self.modules else None
+        self._sink.append(raw_label(self.frames, packed, module, self.op, frame))
 
     def _node_created(self, cbdata: Any) -> None:
         self.label(created_node_id(cbdata), sys._getframe(1))
+
+    def take(self, graph_id: int) -> list[RawLabel]:
+        """The labels of graph ``graph_id``'s nodes, taken out (cheap: at instantiation)."""
+        with self._take_lock:
+            sink = self._sink
+            count = len(sink)  # the callback may append more meanwhile: those stay
+            taken = self._taken
+            for raw in sink[:count]:
+                taken.setdefault(raw[0] >> 32, []).append(raw)
+            del sink[:count]
+            return taken.pop(graph_id, [])
+
+    def make_labels(self, raws: list[RawLabel]) -> dict[int, Label]:
+        """Labels by node id, from what the callback noted."""
+        return make_labels(self.frames, raws)
+
+    @property
+    def labels(self) -> dict[int, Label]:
+        """Every label not taken by :meth:`take`, by node id."""
+        with self._take_lock:
+            count = len(self._sink)
+            raws = [r for rs in self._taken.values() for r in rs] + self._sink[:count]
+            self._taken.clear()
+            del self._sink[:count]
+        self._labels.update(self.make_labels(raws))
+        return self._labels
 
     def note_failure(self, tb: TracebackType | None) -> None:
         """Remember where an op raised; the first failure wins."""
@@ -218,9 +287,21 @@ class Attribution:
         if self.track_ops:
             self._mode = _op_tracker(self)
             self._mode.__enter__()
+        self.labeller = "Python"
+        native = native_labeller() if self._native else None
+        # One C labeller per process: a second Attribution active at once labels in Python.
+        if native is not None and subscriber().labels_natively and not native.active():
+            native.start(self._sink, self.modules, self._kinds, self.frames.kind, self._failed)
+            self.labeller = "C"
+            self._labelling_natively = True
 
     def deactivate(self) -> None:
         """Stop tracking; labels stay."""
+        if self._labelling_natively:
+            self._labelling_natively = False
+            native = native_labeller()
+            if native is not None:
+                native.stop()
         if self._mode is not None:
             mode, self._mode = self._mode, None
             # Raises when another mode was pushed above ours and is still active.
@@ -236,22 +317,26 @@ class Attribution:
         self.op = None
 
     def __enter__(self) -> Attribution:
-        self.activate()
         api = cupti()
-        try:
+        try:  # subscribed first: activate() asks whether the C labeller can serve
             subscriber().on(
                 api.CallbackDomain.RESOURCE,
                 api.CallbackIdResource.GRAPHNODE_CREATED,
                 self._node_created,
-                self._callback_failed,
+                self._failed,
             )
         except CaptureError as exc:
-            self.deactivate()
             raise CaptureError(f"CUPTI could not watch node creation: {exc}") from None
         self._subscribed = True
+        try:
+            self.activate()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
-    def _callback_failed(self, exc: BaseException) -> None:
+    def _failed(self, exc: BaseException) -> None:
+        """The node-created callback raised: the first failure is kept, as an op's is."""
         if self.failure is None:
             self.failure = FailureSite(op=f"graphscope attribution: {type(exc).__name__}: {exc}")
 

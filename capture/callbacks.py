@@ -60,6 +60,9 @@ class Subscriber:
         self._raw: Any = None  # the ctypes library while subscribed through it
         self._lock = threading.RLock()
         self._trampoline = _CALLBACK(self._dispatch_raw)  # kept: CUPTI holds its address
+        # Whether CUPTI calls the C labeller (_labeller.c) first, which labels created nodes
+        # itself while attribution asks it to and passes every other callback on.
+        self.labels_natively = False
 
     @property
     def active(self) -> bool:
@@ -89,9 +92,11 @@ class Subscriber:
         refused = None
         if lib is not None:
             handle = ctypes.c_void_p()
-            status = lib.cuptiSubscribe(ctypes.byref(handle), self._trampoline, None)
+            front = _labelling_front(api, lib, self._trampoline)
+            status = lib.cuptiSubscribe(ctypes.byref(handle), front or self._trampoline, None)
             if status == _CUPTI_SUCCESS:
                 self._handle, self._raw = handle, lib
+                self.labels_natively = front is not None
                 return
             refused = _result_name(lib, status)
         else:
@@ -167,11 +172,37 @@ class Subscriber:
         if not self._handlers and self._handle is not None:
             handle, self._handle = self._handle, None
             raw, self._raw = self._raw, None
+            self.labels_natively = False
             with contextlib.suppress(Exception):
                 if raw is not None:
                     raw.cuptiUnsubscribe(handle)
                 else:
                     cupti().unsubscribe(handle)
+
+
+def native_labeller() -> Any:
+    """The C labeller (``_labeller.c``), or None where the install could not build it."""
+    try:
+        from . import _labeller  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _labeller
+
+
+def _labelling_front(api: Any, lib: Any, trampoline: Any) -> ctypes.c_void_p | None:
+    """The C labeller's CUPTI callback, passing all it does not serve to ``trampoline``; None
+    where the labeller was not built (attribution then labels in Python)."""
+    native = native_labeller()
+    get_node_id = getattr(lib, "cuptiGetGraphNodeId", None)
+    if native is None or get_node_id is None:
+        return None
+    address = native.install(
+        ctypes.cast(trampoline, ctypes.c_void_p).value,
+        ctypes.cast(get_node_id, ctypes.c_void_p).value,
+        int(api.CallbackDomain.RESOURCE),
+        int(api.CallbackIdResource.GRAPHNODE_CREATED),
+    )
+    return ctypes.c_void_p(address)
 
 
 def _result_name(lib: Any, status: int) -> str:

@@ -31,6 +31,8 @@ from .pointers import PointerMap
 if TYPE_CHECKING:
     import networkx as nx
 
+    from graphscope.hlo import HloOrigin
+
     from .attribution import Label
 
 
@@ -174,6 +176,28 @@ def read_graph(
     """``snapshot`` and ``build`` at once: the graph and the driver read's seconds."""
     snap = snapshot(handle, dot_path)
     return build(snap, dot_path, pointers), snap.seconds
+
+
+def attach_hlo(G: nx.DiGraph, origins: dict[str, HloOrigin]) -> int:
+    """Label each kernel node that has no label with the HLO instruction its kernel is named
+    after (``graphscope.hlo``); how many."""
+    labelled = 0
+    for _, data in G.nodes(data=True):
+        if data.get("type") != "KERNEL" or data.get("attribution"):
+            continue
+        origin = origins.get(str(data.get("name") or ""))
+        if origin is None:
+            continue
+        data["attribution"] = {
+            "module": None,
+            "op": origin["op"],
+            "file": origin["file"],
+            "line": origin["line"],
+            "function": None,
+            "hlo": {"module": origin["module"], "instruction": origin["instruction"]},
+        }
+        labelled += 1
+    return labelled
 
 
 def attach_labels(G: nx.DiGraph, labels: dict[int, Label]) -> int:

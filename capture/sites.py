@@ -102,19 +102,41 @@ class Frames:
             frame = frame.f_back
         return None
 
-    def compiled_origin(self, frame: FrameType | None) -> dict[str, str] | None:
-        """What Inductor's generated code says the running kernel call fuses, if it runs one."""
+    # What kind(filename) answers; the C labeller (_labeller.c) uses the same numbers.
+    LIBRARY, USER, GENERATED = 0, 1, 2
+
+    def kind(self, filename: str) -> int:
+        """Whose a file is: ``USER``, ``GENERATED`` (Inductor's code) or other ``LIBRARY``."""
+        if self.is_generated(filename):
+            return self.GENERATED
+        return self.LIBRARY if self.is_library(filename) else self.USER
+
+    def origin(self, frame: FrameType | None) -> tuple[FrameType | None, FrameType | None]:
+        """``(user, generated)``: the innermost frame outside the library, and the innermost
+        frame of Inductor's generated code below it (the kernel call a node comes from)."""
+        generated = None
         while frame is not None:
             filename = frame.f_code.co_filename
-            if self.is_generated(filename):
-                key = (filename, frame.f_lineno)
-                if key not in self._compiled:
-                    self._compiled[key] = _source_nodes(filename, frame.f_lineno)
-                return self._compiled[key]
             if not self.is_library(filename):
-                return None
+                return frame, generated
+            if generated is None and self.is_generated(filename):
+                generated = frame
             frame = frame.f_back
-        return None
+        return None, generated
+
+    def compiled_at(self, filename: str, line: int) -> dict[str, str] | None:
+        """What Inductor's generated code says the kernel call at ``filename:line`` fuses."""
+        key = (filename, line)
+        if key not in self._compiled:
+            self._compiled[key] = _source_nodes(filename, line)
+        return self._compiled[key]
+
+    def compiled_origin(self, frame: FrameType | None) -> dict[str, str] | None:
+        """What Inductor's generated code says the running kernel call fuses, if it runs one."""
+        _, generated = self.origin(frame)
+        if generated is None:
+            return None
+        return self.compiled_at(generated.f_code.co_filename, generated.f_lineno)
 
 
 def _source_nodes(filename: str, line: int) -> dict[str, str] | None:

@@ -492,6 +492,7 @@ ATTRIBUTION = Record(
         "line": Maybe(LINE),
         "function": Maybe(TEXT),
         "compiled": Record({"source_nodes": Maybe(TEXT), "aten": Maybe(TEXT)}),
+        "hlo": Record({"module": Maybe(TEXT), "instruction": Maybe(TEXT)}),
     }
 )
 ARG = Record(

@@ -173,10 +173,37 @@ class _WhenAnExtensionLoads:
             _watch_contexts()
 
 
+_XLA_ADDED = "GRAPHSCOPE_XLA_FLAGS_ADDED"  # what a recorded parent appended to XLA_FLAGS
+
+
+def _ask_xla_for_its_hlo(out: str) -> None:
+    """Ask XLA to dump each module it compiles, optimized, as text into this process's
+    recording folder, where the recorder reads the HLO op and Python line of each kernel
+    (graphscope/hlo.py). Set before the program can start XLA, which reads XLA_FLAGS once.
+
+    The program's own flags are kept; what a recorded parent added for itself is replaced
+    (children inherit it); a program that dumps already is left alone, and its dump read."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    added = os.environ.get(_XLA_ADDED, "")
+    if added:  # the program may have added flags of its own after ours since
+        flags = flags.replace(added, "", 1)
+    if "--xla_dump_to" in flags or any(c.isspace() for c in out):  # XLA splits on spaces
+        os.environ["XLA_FLAGS"] = flags
+        os.environ.pop(_XLA_ADDED, None)
+        return
+    # The process's folder, as the recorder names it (record/state.py process_folder_name).
+    rank = os.environ.get("RANK", "")
+    name = f"rank{rank}-pid{os.getpid()}" if rank.isdigit() else f"pid{os.getpid()}"
+    added = f" --xla_dump_to={os.path.join(out, name, 'xla')} --xla_dump_hlo_as_text"
+    os.environ["XLA_FLAGS"] = flags + added
+    os.environ[_XLA_ADDED] = added
+
+
 try:
     _run_hidden_sitecustomize()
 finally:
     if os.environ.get("GRAPHSCOPE_RECORD_OUT"):
+        _ask_xla_for_its_hlo(os.environ["GRAPHSCOPE_RECORD_OUT"])
         if "torch" in sys.modules:
             _torch_imported(sys.modules["torch"])
         else:

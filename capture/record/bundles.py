@@ -98,8 +98,13 @@ class Builder:
         started = time.perf_counter()
         try:
             G = grab.build(snap, life.dot_tmp, pointers)
-            life.attributed = grab.attach_labels(G, life.labels)
-            life.labels = {}
+            attribution = self.rec.attribution
+            if attribution is not None:
+                life.attributed = grab.attach_labels(G, attribution.make_labels(life.labels))
+            life.labels = []
+            origins = self.rec.hlo.update() if self.rec.hlo is not None else {}
+            if origins:  # XLA's kernels: the HLO op and line its dump gives
+                life.attributed = (life.attributed or 0) + grab.attach_hlo(G, origins)
             life.local_ids = {
                 d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == snap.graph_id
             }

@@ -38,6 +38,11 @@ _EXEC_UPDATE_RESULTS = (
     "ERROR_ATTRIBUTES_CHANGED",
 )
 
+_PYTHON_LABELS = (
+    "captured nodes were labelled in Python, about 15 us a node more than in C: the install "
+    "did not build graphscope's C labeller (no C compiler or Python headers; see docs/RECORD.md)"
+)
+
 
 class GraphWatch:
     """Follows every graph from its capture (or explicit building) to its destruction."""
@@ -53,8 +58,8 @@ class GraphWatch:
     def subscriptions(self, calls: Calls) -> list[Subscription]:
         api = cupti()
         res = api.CallbackDomain.RESOURCE
-        # Each node created calls into Python (cupti-python builds its callback's objects):
-        # asked for only where nodes are labelled.
+        # Each node created calls back (into C where the labeller was built, else into
+        # Python): asked for only where nodes are labelled.
         labels: list[Subscription] = []
         if self.rec.attribution is not None:
             labels.append((res, api.CallbackIdResource.GRAPHNODE_CREATED, self._node_created))
@@ -100,6 +105,8 @@ class GraphWatch:
         if self.capturing == 1 and attribution is not None:
             attribution.root_inputs = None
             attribution.activate()
+            if attribution.labeller == "Python" and callbacks.native_labeller() is None:
+                self.rec.note(_PYTHON_LABELS)
 
     def _capture_done(self) -> None:
         self.capturing = max(0, self.capturing - 1)
@@ -175,9 +182,7 @@ class GraphWatch:
             life.read(graph, rec.folder, rec.kernels)
         attribution = rec.attribution
         if attribution is not None and life.graph_id is not None:
-            labels = attribution.labels
-            mine = [k for k in labels if k >> 32 == life.graph_id]
-            life.labels = {k: labels.pop(k) for k in mine}
+            life.labels = attribution.take(life.graph_id)
             if life.nodes:
                 try:
                     roots = attribution.live_roots()

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .. import sites
-    from ..attribution import Label
+    from ..attribution import RawLabel
     from ..introspect import KernelReader
     from ..pointers import Region
 
@@ -71,7 +71,7 @@ class Life:
     # worker while the program rests; None once read, or where the graph was read at once.
     clone: int | None = None
     snapshot: grab.Snapshot | None = None
-    labels: dict[int, Label] = field(default_factory=dict)
+    labels: list[RawLabel] = field(default_factory=list)  # made Labels by the worker
     # The parameters of the modules that ran in its capture, read at instantiation: the
     # bundle is built later, when a program's model may be gone (a main() that returned).
     parameters: list[Region] | None = None

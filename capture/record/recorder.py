@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+from graphscope import hlo
 from graphscope.errors import CaptureError
 from graphscope.recording import Settings
 
@@ -72,6 +73,8 @@ class Recorder(State):
         else:
             self.frames = sites.Frames(library_paths(self.torch), generated_code_dirs)
         self.cuda_graph_type = getattr(getattr(self.torch, "_C", None), "_CUDAGraph", None)
+        dump = hlo.dump_folder(os.environ.get("XLA_FLAGS", ""))
+        self.hlo = hlo.DumpFolder(dump) if dump is not None else None
         self.folder.mkdir(parents=True, exist_ok=True)
         self.process = process_info(self.pid, self.started_at)
         sub = callbacks.subscriber()
@@ -159,6 +162,8 @@ class Recorder(State):
         if self.status == "stopped":
             self._unsubscribe()
             self.launches.stop()
+            if self.attribution is not None:  # the C labeller holds its lists until stopped
+                self.attribution.deactivate()
             self.write_index()
 
     def _tick(self) -> None:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphscope.hlo import DumpFolder
 from graphscope.recording import Settings
 
 from .. import introspect
@@ -58,6 +59,7 @@ class State:
         # What observers read from the program, set as recording starts.
         self.torch: Any = None
         self.attribution: Attribution | None = None
+        self.hlo: DumpFolder | None = None  # where XLA dumps its optimized modules
         self.frames: sites.Frames | None = None
         self.cuda_graph_type: Any = None
         self.kernels = introspect.KernelReader()

@@ -1,0 +1,211 @@
+"""Probe: where a recorded capture's labelling time goes, part by part.
+
+``record`` labels each node a capture creates with the running module and the user's line:
+global module hooks keep the module stack, and a CUPTI ``GRAPHNODE_CREATED`` callback runs
+Python once per node. This captures the deep decoder of ``torch_buckets.py`` with
+``torch.cuda.graph`` (instantiation included) under each part alone and all together,
+alternately, in one process, and prints one JSON line per variant with the median capture
+time and its cost per node against the plain capture.
+
+    python benchmarks/probe_labels.py --layers 400 --repeats 3      # on the GPU machine
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "record_programs"))
+
+
+def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]]]:
+    import torch
+    from graphscope.capture import callbacks
+    from graphscope.capture._cuda import cupti, libcupti
+    from graphscope.capture.attribution import Attribution
+
+    api = cupti()
+    created = (api.CallbackDomain.RESOURCE, api.CallbackIdResource.GRAPHNODE_CREATED)
+    hooks = torch.nn.modules.module
+
+    @contextlib.contextmanager
+    def plain() -> Iterator[None]:
+        yield
+
+    @contextlib.contextmanager
+    def module_hooks() -> Iterator[None]:  # no-op global hooks: torch's slow call path
+        handles = [
+            hooks.register_module_forward_pre_hook(lambda m, a: None),
+            hooks.register_module_forward_hook(lambda m, a, o: None),
+        ]
+        yield
+        for h in handles:
+            h.remove()
+
+    @contextlib.contextmanager
+    def attribution_hooks() -> Iterator[None]:  # the module stack, no callback
+        attribution = Attribution(track_ops=False)
+        attribution.activate()
+        yield
+        attribution.deactivate()
+
+    def callback(handler: Callable[[Any], None]) -> Callable[[], Any]:
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            sub = callbacks.subscriber()
+            sub.on(*created, handler, lambda exc: print("handler failed:", exc))
+            yield
+            sub.off(*created, handler)
+
+        return run
+
+    frames = Attribution(track_ops=False).frames
+    store: list[Any] = []
+
+    def walk(cbdata: Any) -> None:
+        store.append((callbacks.created_node_id(cbdata), frames.user_frame(sys._getframe(1))))
+
+    def attribution(native: bool) -> Callable[[], Any]:
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            with Attribution(track_ops=False, native=native) as labels:
+                yield
+            assert labels.labeller == ("C" if native else "Python"), labels.labeller
+
+        return run
+
+    def cupti_in_c(cbid: int) -> Callable[[], Any]:
+        """A subscription of CUPTI's own, calling a C function that does nothing: libc's
+        free(NULL) (CUPTI passes the NULL userdata first). What CUPTI itself costs."""
+
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            lib = libcupti()
+            assert lib is not None and not callbacks.subscriber().active
+            handle = ctypes.c_void_p()
+            free = ctypes.cast(ctypes.CDLL(None).free, ctypes.c_void_p)
+            assert lib.cuptiSubscribe(ctypes.byref(handle), free, None) == 0
+            assert lib.cuptiEnableCallback(1, handle, int(created[0]), cbid) == 0
+            yield
+            lib.cuptiUnsubscribe(handle)
+
+        return run
+
+    @contextlib.contextmanager
+    def c_walk() -> Iterator[None]:  # the C labeller's frame walk, without module hooks
+        native = callbacks.native_labeller()
+        sub = callbacks.subscriber()
+        noop: Callable[[Any], None] = lambda cbdata: None  # noqa: E731
+        sub.on(*created, noop, print)
+        assert native is not None and sub.labels_natively
+        native.start([], [], {}, frames.kind, print)
+        yield
+        native.stop()
+        sub.off(*created, noop)
+
+    def recorder(attribution: bool) -> Callable[[], Any]:
+        """The whole recorder of ``graphscope record``, started in this process; its bundles
+        are built after the timed capture, when it finishes."""
+        from graphscope.capture.record import Recorder
+
+        from graphscope.recording import Settings
+
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            with tempfile.TemporaryDirectory() as folder:
+                rec = Recorder(folder, Settings(attribution=attribution)).start()
+                yield
+                rec.finish()
+
+        return run
+
+    variants = {
+        "plain": plain,
+        "module hooks (no-op)": module_hooks,
+        "attribution's module stack": attribution_hooks,
+        "node callback (no-op)": callback(lambda cbdata: None),
+        "node callback, id read": callback(
+            lambda cbdata: store.append(callbacks.created_node_id(cbdata))
+        ),
+        "node callback, graph_data only": callback(
+            lambda cbdata: store.append(callbacks.graph_data(cbdata))
+        ),
+        "node callback, id and user frame": callback(walk),
+        "attribution, Python labeller": attribution(native=False),
+    }
+    if callbacks.native_labeller() is not None:
+        variants["CUPTI subscribed, GRAPHEXEC_CREATED in C (no-op)"] = cupti_in_c(
+            int(api.CallbackIdResource.GRAPHEXEC_CREATED)
+        )
+        variants["CUPTI node callback in C (no-op)"] = cupti_in_c(int(created[1]))
+        variants["C labeller's walk, no module hooks"] = c_walk
+        variants["attribution, C labeller (record's default)"] = attribution(native=True)
+    variants["recorder, --no-attribution"] = recorder(False)
+    variants["recorder (default)"] = recorder(True)
+    return variants
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=400)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    import torch
+    from torch_buckets import Decoder
+
+    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
+    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
+    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    variants = _variants()
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    nodes = 0
+    with torch.no_grad():
+        for _ in range(3):
+            model(tokens, pos)
+        for _ in range(args.repeats + 1):  # the first round warms every variant up
+            for name, variant in variants.items():
+                graph = torch.cuda.CUDAGraph()
+                torch.cuda.synchronize()
+                with variant():
+                    started = time.perf_counter()
+                    with torch.cuda.graph(graph):
+                        model(tokens, pos)
+                    times[name].append(time.perf_counter() - started)
+                if not nodes:
+                    from graphscope.capture import grab
+
+                    probe = torch.cuda.CUDAGraph(keep_graph=True)
+                    with torch.cuda.graph(probe):
+                        model(tokens, pos)
+                    nodes = grab.node_count(int(probe.raw_cuda_graph()))
+                    del probe
+                del graph
+    base = statistics.median(times["plain"][1:])
+    for name, runs in times.items():
+        median = statistics.median(runs[1:])
+        print(
+            json.dumps(
+                {
+                    "variant": name,
+                    "nodes": nodes,
+                    "capture_s": round(median, 4),
+                    "ratio": round(median / base, 3),
+                    "added_us_per_node": round((median - base) / nodes * 1e6, 2),
+                    "runs_s": [round(r, 4) for r in runs[1:]],
+                }
+            ),
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+/* graphscope.capture._labeller: the CUPTI callback that labels each node a capture creates.
+ *
+ * attribution.py labels a node with the module running, the user's line and the line of
+ * Inductor's generated code that launched it, read from Python's frames inside CUPTI's
+ * GRAPHNODE_CREATED callback. Done in Python through a ctypes callback, that walk cost about
+ * 15 us a node on the H100 (benchmarks/probe_labels.py): a capture of 10,411 nodes took 2.0x
+ * its unrecorded time. Here the same walk runs in C on CPython's public frame API, and the
+ * process's one CUPTI subscription calls this file's `callback` first: while labelling is on
+ * it answers GRAPHNODE_CREATED itself and hands every other callback, unchanged, to the
+ * subscriber's ctypes trampoline (callbacks.py), which calls Python's handlers.
+ *
+ * A label is a tuple appended to a Python list, converted to a Label dict later, off the
+ * program's path: (node id, module or None, op (None here), code object or None, line,
+ * generated file or None, generated line). Which file is whose comes from a Python function
+ * (sites.Frames), asked once per file and cached in a dict.
+ *
+ * Built by setup.py as an optional extension: where it is missing, attribution.py labels in
+ * Python, with the same tuples.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain, CUpti_CallbackId, const void *) */
+typedef void (*callback_fn)(void *, int, uint32_t, const void *);
+/* CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId) */
+typedef int (*node_id_fn)(void *, uint64_t *);
+
+/* CUpti_ResourceData: context, resourceHandle, resourceDescriptor (a CUpti_GraphData for the
+ * graph callbacks: graph, originalGraph, node, ...). callbacks.py reads the same offsets. */
+#define DESCRIPTOR_OFFSET 16
+#define NODE_OFFSET 16
+
+enum { KIND_LIBRARY = 0, KIND_USER = 1, KIND_GENERATED = 2 };
+
+static callback_fn forward;    /* the subscriber's ctypes trampoline */
+static node_id_fn get_node_id; /* libcupti's cuptiGetGraphNodeId */
+static int node_domain = -1;
+static uint32_t node_cbid;
+static volatile int labelling; /* read without the GIL first, again with it */
+
+/* Set by start(), cleared by stop(); touched only with the GIL held. */
+static PyObject *sink;     /* list: the label tuples */
+static PyObject *modules;  /* list: the running modules' paths, innermost last */
+static PyObject *kinds;    /* dict: filename -> KIND_* */
+static PyObject *classify; /* callable(filename) -> KIND_* */
+static PyObject *on_error; /* callable(exception), told of a failed label */
+
+static int
+is_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+/* The KIND_* of a file, asking classify() once per file; -1 with an exception set. */
+static long
+kind_of(PyObject *filename)
+{
+    PyObject *known = PyDict_GetItemWithError(kinds, filename); /* borrowed */
+    if (known != NULL)
+        return PyLong_AsLong(known);
+    if (PyErr_Occurred())
+        return -1;
+    PyObject *found = PyObject_CallOneArg(classify, filename);
+    if (found == NULL)
+        return -1;
+    long kind = PyLong_AsLong(found);
+    int stored = kind == -1 && PyErr_Occurred() ? -1 : PyDict_SetItem(kinds, filename, found);
+    Py_DECREF(found);
+    return stored < 0 ? -1 : kind;
+}
+
+/* Append the label of the node CUPTI reports; 0, or -1 with an exception set. */
+static int
+label(const void *data)
+{
+    const char *descriptor = *(const char *const *)((const char *)data + DESCRIPTOR_OFFSET);
+    if (descriptor == NULL)
+        return 0;
+    uint64_t id = 0;
+    if (get_node_id(*(void *const *)(descriptor + NODE_OFFSET), &id) != 0)
+        return 0; /* no id, no key to file the label under: as the Python path, nothing */
+
+    PyObject *user = NULL, *generated = NULL; /* strong: a code object, a filename */
+    int user_line = 0, generated_line = 0, failed = 0;
+    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
+    Py_XINCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        long kind = kind_of(code->co_filename);
+        if (kind == -1 && PyErr_Occurred()) {
+            Py_DECREF(code);
+            failed = 1;
+            break;
+        }
+        if (kind == KIND_USER) {
+            user = (PyObject *)code;
+            user_line = PyFrame_GetLineNumber(frame);
+            break;
+        }
+        if (kind == KIND_GENERATED && generated == NULL) {
+            generated = Py_NewRef(code->co_filename);
+            generated_line = PyFrame_GetLineNumber(frame);
+        }
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    if (!failed) {
+        Py_ssize_t depth = PyList_GET_SIZE(modules);
+        PyObject *module = depth ? PyList_GET_ITEM(modules, depth - 1) : Py_None;
+        /* "N" passes the new line ints on to the tuple */
+        PyObject *entry = Py_BuildValue(
+            "(KOOONON)", (unsigned long long)id, module, Py_None, user ? user : Py_None,
+            user ? PyLong_FromLong(user_line) : Py_NewRef(Py_None), generated ? generated : Py_None,
+            generated ? PyLong_FromLong(generated_line) : Py_NewRef(Py_None));
+        failed = entry == NULL || PyList_Append(sink, entry) < 0;
+        Py_XDECREF(entry);
+    }
+    Py_XDECREF(user);
+    Py_XDECREF(generated);
+    return failed ? -1 : 0;
+}
+
+/* Tell on_error of the exception set, and clear it: nothing may reach CUPTI or the program. */
+static void
+report(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *value = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyErr_NormalizeException(&type, &value, &traceback);
+    Py_XDECREF(type);
+    Py_XDECREF(traceback);
+#endif
+    if (on_error != NULL && value != NULL) {
+        PyObject *ignored = PyObject_CallOneArg(on_error, value);
+        Py_XDECREF(ignored);
+        PyErr_Clear();
+    }
+    Py_XDECREF(value);
+}
+
+static void
+callback(void *userdata, int domain, uint32_t cbid, const void *data)
+{
+    if (labelling && domain == node_domain && cbid == node_cbid && data != NULL) {
+        if (!Py_IsInitialized() || is_finalizing())
+            return;
+        PyGILState_STATE gil = PyGILState_Ensure();
+        int handled = labelling; /* stop() may have run while this thread waited */
+        if (handled && label(data) < 0)
+            report();
+        PyGILState_Release(gil);
+        if (handled)
+            return;
+    }
+    if (forward != NULL)
+        forward(userdata, domain, cbid, data);
+}
+
+static PyObject *
+install(PyObject *self, PyObject *args)
+{
+    unsigned long long trampoline, node_id;
+    int domain;
+    unsigned int cbid;
+    if (!PyArg_ParseTuple(args, "KKiI", &trampoline, &node_id, &domain, &cbid))
+        return NULL;
+    if (trampoline == 0 || node_id == 0) {
+        PyErr_SetString(PyExc_ValueError, "install: a null function address");
+        return NULL;
+    }
+    forward = (callback_fn)(uintptr_t)trampoline;
+    get_node_id = (node_id_fn)(uintptr_t)node_id;
+    node_domain = domain;
+    node_cbid = cbid;
+    return PyLong_FromVoidPtr((void *)callback);
+}
+
+static void
+clear(void)
+{
+    labelling = 0;
+    Py_CLEAR(sink);
+    Py_CLEAR(modules);
+    Py_CLEAR(kinds);
+    Py_CLEAR(classify);
+    Py_CLEAR(on_error);
+}
+
+static PyObject *
+start(PyObject *self, PyObject *args)
+{
+    PyObject *s, *m, *k, *c, *e;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO", &PyList_Type, &s, &PyList_Type, &m, &PyDict_Type, &k,
+                          &c, &e))
+        return NULL;
+    if (forward == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "start: install() has not run");
+        return NULL;
+    }
+    clear();
+    sink = Py_NewRef(s);
+    modules = Py_NewRef(m);
+    kinds = Py_NewRef(k);
+    classify = Py_NewRef(c);
+    on_error = Py_NewRef(e);
+    labelling = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stop(PyObject *self, PyObject *unused)
+{
+    clear();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+active(PyObject *self, PyObject *unused)
+{
+    return PyBool_FromLong(labelling);
+}
+
+static PyMethodDef methods[] = {
+    {"install", install, METH_VARARGS,
+     "install(trampoline, get_node_id, domain, cbid) -> the address of the CUPTI callback to "
+     "subscribe: it forwards every callback to trampoline, but GRAPHNODE_CREATED (domain, cbid) "
+     "while labelling"},
+    {"start", start, METH_VARARGS,
+     "start(sink, modules, kinds, classify, on_error): label each node created from now on"},
+    {"stop", stop, METH_NOARGS, "stop(): forward GRAPHNODE_CREATED again, and drop the references"},
+    {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_labeller",
+    "The CUPTI callback that labels each node a capture creates (see attribution.py).", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__labeller(void)
+{
+    return PyModule_Create(&module);
+}

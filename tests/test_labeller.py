@@ -1,0 +1,155 @@
+"""The C labeller (capture/_labeller.c), driven as CUPTI would drive it, without a GPU.
+
+Its callback is called through ctypes with a CUpti_ResourceData laid out in memory, a stand-in
+for ``cuptiGetGraphNodeId`` and a trampoline that stands for the subscriber's Python dispatch.
+What it notes must be what attribution's Python labeller notes at the same frame.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graphscope.capture import attribution, callbacks, sites
+
+native = callbacks.native_labeller()
+pytestmark = pytest.mark.skipif(
+    native is None, reason="the C labeller was not built by this install (setup.py)"
+)
+
+DOMAIN, NODE_CREATED = 3, 7  # any numbers: the labeller is told which to serve
+NODE = 0x5A5A
+PACKED = (12 << 32) | 9  # what the stand-in cuptiGetGraphNodeId answers for NODE
+
+_NODE_ID = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64))
+
+GENERATED = """def call(fire):
+    buf0 = None
+    # Topologically Sorted Source Nodes: [linear, silu], Original ATen: [aten.mm, aten.silu]
+    return fire()
+"""
+
+
+@pytest.fixture
+def labeller() -> Any:
+    forwarded: list[tuple[int, int, int]] = []
+
+    def dispatch(userdata: Any, domain: int, cbid: int, data: int | None) -> None:
+        forwarded.append((domain, cbid, data or 0))
+
+    def node_id(node: int | None, out: Any) -> int:
+        if node != NODE:
+            return 1  # CUPTI_ERROR_INVALID_PARAMETER
+        out[0] = PACKED
+        return 0
+
+    trampoline = callbacks._CALLBACK(dispatch)
+    get_id = _NODE_ID(node_id)
+    address = native.install(
+        ctypes.cast(trampoline, ctypes.c_void_p).value,
+        ctypes.cast(get_id, ctypes.c_void_p).value,
+        DOMAIN,
+        NODE_CREATED,
+    )
+    # CUpti_ResourceData -> its descriptor, a CUpti_GraphData whose third word is the node
+    graph_data = (ctypes.c_uint64 * 7)(0, 0, NODE, 0, 0, 0, 0)
+    resource = (ctypes.c_uint64 * 3)(0, 0, ctypes.addressof(graph_data))
+    callback = callbacks._CALLBACK(address)
+    state = type("Labeller", (), {})()
+    state.forwarded = forwarded
+    state.fire = lambda domain=DOMAIN, cbid=NODE_CREATED: callback(
+        None, domain, cbid, ctypes.addressof(resource)
+    )
+    state.graph_data = graph_data
+    state.keep = (trampoline, get_id, resource)
+    yield state
+    native.stop()
+
+
+def _chain(tmp_path: Path) -> tuple[sites.Frames, Callable[[Callable[[], Any]], Any]]:
+    """User code in app/serve.py calls Inductor's generated code, which calls ``fire``."""
+    cache = tmp_path / "torchinductor_me"
+    generated = cache / "ab" / "cab.py"
+    generated.parent.mkdir(parents=True)
+    generated.write_text(GENERATED)
+    user = tmp_path / "app" / "serve.py"
+    user.parent.mkdir(parents=True)
+    user.write_text("def main(fire):\n    return call(fire)\n")
+    namespace: dict[str, Any] = {}
+    exec(compile(GENERATED, str(generated), "exec"), namespace)
+    exec(compile(user.read_text(), str(user), "exec"), namespace)
+    library = (str(Path(__file__).resolve()), str(Path(sites.__file__).resolve().parent) + "/")
+    return sites.Frames(library, lambda: (str(cache) + "/",)), namespace["main"]
+
+
+def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: Path) -> None:
+    frames, main = _chain(tmp_path)
+    sink: list[Any] = []
+    modules = ["layers.0", "layers.0.attention"]
+    errors: list[BaseException] = []
+    native.start(sink, modules, {}, frames.kind, errors.append)
+
+    def fire() -> Any:  # both labellers at one frame, on one line
+        return labeller.fire(), attribution.raw_label(
+            frames, PACKED, modules[-1], None, sys._getframe()
+        )
+
+    _, expected = main(fire)
+    assert errors == [] and labeller.forwarded == []  # served in C, not passed on
+    assert sink == [expected]
+    packed, module, op, code, line, generated_file, generated_line = sink[0]
+    assert (packed, module, op) == (PACKED, "layers.0.attention", None)
+    assert code.co_name == "main" and code.co_filename.endswith("serve.py") and line == 2
+    assert generated_file.endswith("cab.py") and generated_line == 4
+    label = attribution.make_labels(frames, sink)[PACKED]
+    assert label["function"] == "main" and label["module"] == "layers.0.attention"
+    assert label["compiled"] == {"source_nodes": "linear, silu", "aten": "aten.mm, aten.silu"}
+
+
+def test_everything_else_goes_on_to_python_and_all_of_it_once_stopped(
+    labeller: Any, tmp_path: Path
+) -> None:
+    frames, _ = _chain(tmp_path)
+    labeller.fire()  # not started: passed on
+    sink: list[Any] = []
+    native.start(sink, [], {}, frames.kind, print)
+    assert native.active()
+    labeller.fire(cbid=NODE_CREATED + 1)
+    labeller.fire(domain=DOMAIN + 1)
+    labeller.fire()
+    native.stop()
+    assert not native.active()
+    labeller.fire()
+    assert [(d, c) for d, c, _ in labeller.forwarded] == [
+        (DOMAIN, NODE_CREATED),
+        (DOMAIN, NODE_CREATED + 1),
+        (DOMAIN + 1, NODE_CREATED),
+        (DOMAIN, NODE_CREATED),
+    ]
+    assert len(sink) == 1 and sink[0][0] == PACKED
+    assert sink[0][1] is None  # no module running
+
+
+def test_a_failure_is_reported_and_never_reaches_the_caller(labeller: Any) -> None:
+    def classify(filename: str) -> int:
+        raise RuntimeError(f"cannot classify {filename}")
+
+    sink: list[Any] = []
+    errors: list[BaseException] = []
+    native.start(sink, [], {}, classify, errors.append)
+    labeller.fire()  # returns normally: no exception escapes into CUPTI
+    assert sink == [] and len(errors) == 1
+    assert isinstance(errors[0], RuntimeError) and "cannot classify" in str(errors[0])
+    labeller.graph_data[2] = NODE + 1  # a node CUPTI has no id for: no label, no error
+    native.start(sink, [], {}, lambda f: sites.Frames.USER, errors.append)
+    labeller.fire()
+    assert sink == [] and len(errors) == 1
+
+
+def test_install_refuses_null_functions() -> None:
+    with pytest.raises(ValueError, match="null function"):
+        native.install(0, 0, DOMAIN, NODE_CREATED)
