@@ -1,11 +1,12 @@
 """Probe: where a recorded capture's labelling time goes, part by part.
 
 ``record`` labels each node a capture creates with the running module and the user's line:
-global module hooks keep the module stack, and a CUPTI ``GRAPHNODE_CREATED`` callback runs
-Python once per node. This captures the deep decoder of ``torch_buckets.py`` with
-``torch.cuda.graph`` (instantiation included) under each part alone and all together,
-alternately, in one process, and prints one JSON line per variant with the median capture
-time and its cost per node against the plain capture.
+global module hooks keep the module stack, and a CUPTI ``GRAPHNODE_CREATED`` callback walks
+the Python frames once per node, in C (``capture/_labeller.c``) where the install built it,
+else in Python. This captures the deep decoder of ``torch_buckets.py`` with
+``torch.cuda.graph`` (instantiation included) under each part alone and all together, and
+under the whole recorder, alternately, in one process, and prints one JSON line per variant
+with the median capture time and its cost per node against the plain capture.
 
     python benchmarks/probe_labels.py --layers 400 --repeats 3      # on the GPU machine
 """
@@ -112,19 +113,26 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
         native.stop()
         sub.off(*created, noop)
 
-    def recorder(attribution: bool) -> Callable[[], Any]:
+    def recorder(attribution: bool, parameters: bool = True) -> Callable[[], Any]:
         """The whole recorder of ``graphscope record``, started in this process; its bundles
-        are built after the timed capture, when it finishes."""
-        from graphscope.capture.record import Recorder
+        are built after the timed capture, when it finishes. ``parameters=False`` leaves out
+        the walk of the model's parameters at instantiation (which names pointers)."""
+        from graphscope.capture.record import Recorder, graphs
 
         from graphscope.recording import Settings
 
         @contextlib.contextmanager
         def run() -> Iterator[None]:
-            with tempfile.TemporaryDirectory() as folder:
-                rec = Recorder(folder, Settings(attribution=attribution)).start()
-                yield
-                rec.finish()
+            walk = graphs.parameter_regions
+            if not parameters:
+                graphs.parameter_regions = lambda roots: None  # type: ignore[assignment]
+            try:
+                with tempfile.TemporaryDirectory() as folder:
+                    rec = Recorder(folder, Settings(attribution=attribution)).start()
+                    yield
+                    rec.finish()
+            finally:
+                graphs.parameter_regions = walk
 
         return run
 
@@ -151,6 +159,7 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
         variants["attribution, C labeller (record's default)"] = attribution(native=True)
     variants["recorder, --no-attribution"] = recorder(False)
     variants["recorder (default)"] = recorder(True)
+    variants["recorder, no parameter walk"] = recorder(True, parameters=False)
     return variants
 
 
@@ -158,6 +167,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--only", nargs="*", default=None, help="variants whose names contain one of these words"
+    )
     args = parser.parse_args()
     import torch
     from torch_buckets import Decoder
@@ -166,6 +178,10 @@ def main() -> None:
     tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
     variants = _variants()
+    if args.only:
+        variants = {
+            k: v for k, v in variants.items() if k == "plain" or any(w in k for w in args.only)
+        }
     times: dict[str, list[float]] = {name: [] for name in variants}
     nodes = 0
     with torch.no_grad():

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import graphscope
+from graphscope import hlo
 from graphscope.errors import CaptureError
 from graphscope.model import node_key
 
@@ -31,7 +32,7 @@ from .pointers import PointerMap
 if TYPE_CHECKING:
     import networkx as nx
 
-    from graphscope.hlo import HloOrigin
+    from graphscope.hlo import Module
 
     from .attribution import Label
 
@@ -178,25 +179,32 @@ def read_graph(
     return build(snap, dot_path, pointers), snap.seconds
 
 
-def attach_hlo(G: nx.DiGraph, origins: dict[str, HloOrigin]) -> int:
-    """Label each kernel node that has no label with the HLO instruction its kernel is named
-    after (``graphscope.hlo``); how many."""
+def attach_hlo(G: nx.DiGraph, modules: list[Module]) -> int:
+    """Label each kernel node that has no label with the HLO instruction behind its launch
+    (``graphscope.hlo.match_kernels``, each graph's kernels in the order they were made);
+    how many."""
+    by_graph: dict[int, list[tuple[int, str]]] = {}
+    for key, data in G.nodes(data=True):
+        if data.get("type") == "KERNEL" and not data.get("attribution"):
+            graph, local = data.get("graph_id"), data.get("local_id")
+            if isinstance(graph, int) and isinstance(local, int):
+                by_graph.setdefault(graph, []).append((local, key))
     labelled = 0
-    for _, data in G.nodes(data=True):
-        if data.get("type") != "KERNEL" or data.get("attribution"):
-            continue
-        origin = origins.get(str(data.get("name") or ""))
-        if origin is None:
-            continue
-        data["attribution"] = {
-            "module": None,
-            "op": origin["op"],
-            "file": origin["file"],
-            "line": origin["line"],
-            "function": None,
-            "hlo": {"module": origin["module"], "instruction": origin["instruction"]},
-        }
-        labelled += 1
+    for nodes in by_graph.values():
+        nodes.sort()
+        names = [str(G.nodes[key].get("name") or "") for _, key in nodes]
+        for (_, key), origin in zip(nodes, hlo.match_kernels(names, modules), strict=True):
+            if origin is None:
+                continue
+            G.nodes[key]["attribution"] = {
+                "module": None,
+                "op": origin["op"],
+                "file": origin["file"],
+                "line": origin["line"],
+                "function": None,
+                "hlo": {"module": origin["module"], "instruction": origin["instruction"]},
+            }
+            labelled += 1
     return labelled
 
 

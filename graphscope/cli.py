@@ -1005,7 +1005,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also label each node with the aten op that made it: every op captured then "
         "passes through Python (a 10,411-node capture took 3.6x its unrecorded time, "
-        "against 2.2x without --ops: docs/RECORD.md)",
+        "against 1.6x without --ops: docs/RECORD.md)",
     )
     rec.add_argument("program", nargs=argparse.REMAINDER, help="the program: -- COMMAND ARGS")
     rec.set_defaults(run=cmd_record)

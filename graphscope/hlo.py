@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
 
@@ -31,6 +32,11 @@ _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _TABLE_ROW = re.compile(r"^\s*(\d+)\s+(.*)$")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_$]")
+# A computation's header: "%fused_tanh (param_0: f32[8]) -> f32[8] {", "ENTRY %main.1 (...".
+_COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([A-Za-z_$][\w.\-$]*)\s*[({].*\{\s*$")
+# The instructions that launch a kernel of their own: fusions and custom calls (cuBLAS...).
+_LAUNCH = re.compile(r"\s(?:fusion|custom-call)\(")
+_CALLS = re.compile(r"\bcalls=%?([\w.\-$]+)")
 
 
 class HloOrigin(TypedDict):
@@ -100,17 +106,32 @@ def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.lstrip("-").isdigit() else None
 
 
-def read_module(text: str) -> dict[str, HloOrigin]:
-    """Each instruction of an HLO module's text, by the name of the kernel XLA would give it."""
-    module = ""
+@dataclass
+class Module:
+    """One optimized HLO module: each instruction's origin by kernel name, and the kernels its
+    executable launches, in the order of the module's text (``launches``)."""
+
+    name: str
+    origins: dict[str, HloOrigin] = field(default_factory=dict)
+    launches: list[HloOrigin] = field(default_factory=list)
+    library: set[int] = field(default_factory=set)  # indexes in launches of custom calls
+
+
+def read_module(text: str) -> Module:
+    """An HLO module's text, read: what each instruction says of where it came from."""
+    module = Module("")
     frames = _Frames()
     table: str | None = None
-    pending: list[tuple[str, dict[str, str]]] = []
+    pending: list[tuple[str, dict[str, str], bool]] = []
+    fused: set[str] = set()  # computations a fusion calls: their instructions are no kernels
+    custom: set[int] = set()  # indexes into pending of custom calls
+    computation = ""
+    in_fused: dict[str, list[int]] = {}  # computation -> indexes into pending
     for line in text.splitlines():
-        if not module:
+        if not module.name:
             found = _MODULE.match(line)
             if found:
-                module = found.group(1)
+                module.name = found.group(1)
                 continue
         stripped = line.strip()
         if stripped in _TABLES:
@@ -122,36 +143,96 @@ def read_module(text: str) -> dict[str, HloOrigin]:
                 frames.tables[table][int(row.group(1))] = row.group(2).strip()
                 continue
             table = None
-        instruction = _INSTRUCTION.match(line)
-        if instruction is None or "metadata=" not in line:
+        header = _COMPUTATION.match(line)
+        if header is not None:
+            computation = header.group(1)
             continue
-        fields = _metadata(instruction.group(2))
-        if fields:
-            pending.append((instruction.group(1), fields))
-    origins: dict[str, HloOrigin] = {}
-    for name, fields in pending:  # the tables may follow the computations
+        instruction = _INSTRUCTION.match(line)
+        if instruction is None:
+            continue
+        body = instruction.group(2)
+        launch = _LAUNCH.search(body)
+        launches = launch is not None
+        if launches:
+            called = _CALLS.search(body)
+            if called is not None:
+                fused.add(called.group(1))
+        fields = _metadata(body) if "metadata=" in body else {}
+        in_fused.setdefault(computation, []).append(len(pending))
+        pending.append((instruction.group(1), fields, launches))
+        if launch is not None and "custom-call" in launch.group(0):
+            custom.add(len(pending) - 1)
+    inner = {i for name in fused for i in in_fused.get(name, ())}
+    for index, (name, fields, launches) in enumerate(pending):  # the tables come last
         file = fields.get("source_file")
         line_number = _int(fields.get("source_line"))
         frame_id = _int(fields.get("stack_frame_id"))
         if file is None and frame_id is not None:
             file, line_number = frames.line_of(frame_id)
-        origins[kernel_name(name)] = {
-            "module": module,
+        origin: HloOrigin = {
+            "module": module.name,
             "instruction": name,
             "op": fields.get("op_name") or None,
             "file": file or None,
             "line": line_number,
         }
-    return origins
+        if fields:
+            module.origins[kernel_name(name)] = origin
+        if launches and index not in inner:
+            if index in custom:
+                module.library.add(len(module.launches))
+            module.launches.append(origin)
+    return module
 
 
-def read_dumps(paths: Iterable[Path]) -> dict[str, HloOrigin]:
-    """The instructions of every optimized module dumped in ``paths``, by kernel name.
+def match_kernels(kernels: list[str], modules: list[Module]) -> list[HloOrigin | None]:
+    """The instruction behind each kernel launch of one graph (``kernels``: its kernel nodes'
+    names, in the order they were made), or None.
 
-    A kernel name two modules both use keeps the later module's instruction (files are read
-    in name order, which XLA numbers by compilation). Unreadable or oversized files are
-    skipped: a dump is evidence, not input the user gave."""
-    origins: dict[str, HloOrigin] = {}
+    The graph is one module's: the one naming most of its kernels. Launches are matched in
+    order against that module's kernel-launching instructions, because XLA compiles identical
+    fusions once and launches the first one's kernel for all of them: a name met again stands
+    for the next instruction in order (``gemm_fusion_dot_general_9`` launched seven times is
+    ``gemm_fusion_dot_general.9`` to ``.15``). A name the order cannot place is matched by name
+    alone."""
+    wanted = set(kernels)
+    best = max(
+        reversed(modules),  # a tie goes to the module compiled last
+        key=lambda m: sum(1 for k in wanted if k in m.origins),
+        default=None,
+    )
+    if best is None or not any(k in best.origins for k in wanted):
+        return [None] * len(kernels)
+    sequence = best.launches
+    names = [kernel_name(o["instruction"]) for o in sequence]
+    out: list[HloOrigin | None] = []
+    seen: set[str] = set()
+    position = 0
+    for kernel in kernels:
+        own = names.index(kernel, position) if kernel in names[position:] else None
+        if own is not None and (own == position or kernel not in seen):
+            found: int | None = own
+        elif position < len(sequence) and (
+            kernel in seen or (kernel not in best.origins and position in best.library)
+        ):
+            # a reused kernel, or a library's kernel (cuBLAS) where a custom call comes next
+            found = position
+        else:
+            found = None
+        if found is not None:
+            out.append(sequence[found])
+            position = found + 1
+        else:
+            out.append(best.origins.get(kernel))
+        seen.add(kernel)
+    return out
+
+
+def read_dumps(paths: Iterable[Path]) -> list[Module]:
+    """The optimized modules dumped in ``paths``, in name order (XLA numbers them as it
+    compiles). Unreadable or oversized files are skipped: a dump is evidence, not input the
+    user gave."""
+    modules = []
     for path in sorted(paths):
         try:
             if path.stat().st_size > MAX_DUMP_BYTES:
@@ -159,8 +240,8 @@ def read_dumps(paths: Iterable[Path]) -> dict[str, HloOrigin]:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        origins.update(read_module(text))
-    return origins
+        modules.append(read_module(text))
+    return modules
 
 
 _DUMP_TO = re.compile(r"--xla_dump_to=(\S+)")
@@ -185,18 +266,18 @@ class DumpFolder:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.origins: dict[str, HloOrigin] = {}
+        self._modules: dict[Path, Module] = {}
         self._read: dict[Path, tuple[int, int]] = {}
 
-    def update(self) -> dict[str, HloOrigin]:
-        """Every instruction dumped so far, by kernel name."""
+    def update(self) -> list[Module]:
+        """Every module dumped so far."""
         try:
             found = {p: p.stat() for p in self.folder.glob(AFTER_OPTIMIZATIONS)}
         except OSError:
-            return self.origins
+            return list(self._modules.values())
         fresh = {p: (s.st_size, s.st_mtime_ns) for p, s in found.items()}
-        changed = [p for p, seen in fresh.items() if self._read.get(p) != seen]
-        if changed:
-            self.origins.update(read_dumps(changed))
-            self._read.update({p: fresh[p] for p in changed})
-        return self.origins
+        changed = sorted(p for p, seen in fresh.items() if self._read.get(p) != seen)
+        for path, module in zip(changed, read_dumps(changed), strict=False):
+            self._modules[path] = module
+            self._read[path] = fresh[path]
+        return [self._modules[p] for p in sorted(self._modules)]

@@ -67,7 +67,7 @@ class Settings:
     window: int = DEFAULT_WINDOW  # launches traced in each periodic window
     attribution: bool = True  # label nodes with module and line while graphs are captured
     # Also name each node's aten op: a TorchDispatchMode on every op captured. A 10,411-node
-    # capture took 3.6x its unrecorded time with it, 2.2x without, on the H100 (RECORD.md).
+    # capture took 3.6x its unrecorded time with it, 1.6x without, on the H100 (RECORD.md).
     ops: bool = False
 
     def as_dict(self) -> dict[str, Any]:

@@ -276,6 +276,16 @@ def test_a_program_without_torch_is_recorded(
         # XLA builds its command buffers node by node: the jitted call that instantiated
         # one is its site.
         assert all(g["site"]["file"].endswith("jax_decode.py") for g in real), real
+        # XLA's optimized HLO, dumped into the process's folder, names each kernel's op and
+        # the line of the jitted function that made it.
+        assert (rec.folder / "xla").is_dir()
+        for g in real:
+            G = graphscope.load(rec.bundle_path(g))
+            labels = [d["attribution"] for _, d in G.nodes(data=True) if d.get("attribution")]
+            assert g["attributed_nodes"] == len(labels) > 0, g
+            for label in labels:
+                assert label["hlo"]["instruction"] and label["op"], label
+                assert label["file"].endswith("jax_decode.py"), label
     else:
         assert launched == line.get("replays", line.get("launches"))
     _check_bundles(rec)

@@ -107,7 +107,9 @@ StackFrames
 
 
 def test_the_reader_takes_either_form_of_xla_s_source_lines(tmp_path: Path) -> None:
-    origins = hlo.read_module(_MODULE)
+    module = hlo.read_module(_MODULE)
+    assert module.name == "jit_f"
+    origins = module.origins
     assert origins["loop_tanh_fusion_2"] == {
         "module": "jit_f",
         "instruction": "loop_tanh_fusion.2",
@@ -116,19 +118,51 @@ def test_the_reader_takes_either_form_of_xla_s_source_lines(tmp_path: Path) -> N
         "line": 7,
     }
     assert origins["t"]["file"] == '/a "b".py' and origins["t"]["line"] == 3
+    # the fused computation's tanh is no kernel of its own: one launch, the fusion
+    assert [o["instruction"] for o in module.launches] == ["loop_tanh_fusion.2"]
     dump = tmp_path / "xla"
     dump.mkdir()
     folder = hlo.DumpFolder(dump)
-    assert folder.update() == {}
+    assert folder.update() == []
     path = dump / "module_0001.jit_f.sm_9.0_gpu_after_optimizations.txt"
     path.write_text(_MODULE.replace("jit_f", "jit_g", 1))
     (dump / "module_0001.jit_f.before_optimizations.txt").write_text("HloModule other")
-    assert folder.update()["loop_tanh_fusion_2"]["module"] == "jit_g"
+    assert [m.name for m in folder.update()] == ["jit_g"]
     path.write_text(_MODULE + "\n")  # rewritten: read again
-    assert folder.update()["loop_tanh_fusion_2"]["module"] == "jit_f"
+    assert [m.name for m in folder.update()] == ["jit_f"]
 
 
 @pytest.mark.parametrize("text", ["", "not hlo at all", "HloModule m\n%a = f32[] add(, metadata={"])
 def test_text_of_another_kind_gives_nothing_and_never_raises(text: str) -> None:
-    origins = hlo.read_module(text)
-    assert all(o["module"] in ("", "m") for o in origins.values())
+    module = hlo.read_module(text)
+    assert module.launches == [] and all(o["op"] is None for o in module.origins.values())
+    assert hlo.match_kernels(["add_1"], [module]) == [None]
+
+
+JAX_DECODE = Path(__file__).resolve().parents[1] / "samples" / "recordings" / "jax-decode"
+
+
+def test_each_launch_of_a_kernel_xla_reused_is_named_after_its_own_fusion() -> None:
+    """jax_decode.py's eight layers are eight gemm fusions, .8 to .15; XLA compiled .9 once
+    for .9 to .15, so seven nodes launch gemm_fusion_dot_general_9 (recorded on the H100)."""
+    from graphscope.capture import grab
+
+    import graphscope
+
+    (folder,) = JAX_DECODE.glob("pid*")
+    modules = hlo.DumpFolder(folder / "xla").update()
+    G = graphscope.load(folder / "g2.dot")  # the dump: kernels, no attribution
+    assert grab.attach_hlo(G, modules) == G.number_of_nodes() == 8
+    nodes = sorted(G.nodes(data=True), key=lambda kd: kd[1]["local_id"])
+    assert [d["name"] for _, d in nodes] == ["gemm_fusion_dot_general_8"] + [
+        "gemm_fusion_dot_general_9"
+    ] * 7
+    assert [d["attribution"]["hlo"]["instruction"] for _, d in nodes] == [
+        f"gemm_fusion_dot_general.{n}" for n in range(8, 16)
+    ]
+    for _, data in nodes:
+        label = data["attribution"]
+        assert label["hlo"]["module"] == "jit_step" and label["op"] == "jit(step)/dot_general"
+        # the line of jax_decode.py that makes each layer: x = jnp.tanh(x @ w + b)
+        assert label["file"].endswith("jax_decode.py") and label["line"] == 21
+    assert grab.attach_hlo(G, modules) == 0  # labelled nodes keep their label

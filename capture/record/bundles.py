@@ -102,9 +102,9 @@ class Builder:
             if attribution is not None:
                 life.attributed = grab.attach_labels(G, attribution.make_labels(life.labels))
             life.labels = []
-            origins = self.rec.hlo.update() if self.rec.hlo is not None else {}
-            if origins:  # XLA's kernels: the HLO op and line its dump gives
-                life.attributed = (life.attributed or 0) + grab.attach_hlo(G, origins)
+            modules = self.rec.hlo.update() if self.rec.hlo is not None else []
+            if modules:  # XLA's kernels: the HLO op and line its dump gives
+                life.attributed = (life.attributed or 0) + grab.attach_hlo(G, modules)
             life.local_ids = {
                 d["local_id"]: k for k, d in G.nodes(data=True) if d["graph_id"] == snap.graph_id
             }

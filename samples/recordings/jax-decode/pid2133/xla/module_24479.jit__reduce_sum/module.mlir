@@ -1,0 +1,16 @@
+#loc1 = loc("a")
+module @jit__reduce_sum attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<8x256xf32> loc("a")) -> (tensor<f32> {jax.result_info = "result"}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc7)
+    %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [0, 1] : (tensor<8x256xf32>, tensor<f32>) -> tensor<f32> loc(#loc7)
+    return %0 : tensor<f32> loc(#loc8)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("/work/main/tests/record_programs/jax_decode.py":38:80 to :87)
+#loc3 = loc("/work/main/tests/record_programs/jax_decode.py":42:4 to :10)
+#loc4 = loc("main"(#loc2))
+#loc5 = loc("<module>"(#loc3))
+#loc6 = loc(callsite(#loc4 at #loc5))
+#loc7 = loc("jit(_reduce_sum)/reduce_sum"(#loc6))
+#loc8 = loc("jit(_reduce_sum)"(#loc6))

@@ -1,0 +1,15 @@
+#loc1 = loc("args[0]")
+module @jit_broadcast_in_dim attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<f32> loc("args[0]")) -> (tensor<256xf32> {jax.result_info = "result"}) {
+    %0 = stablehlo.broadcast_in_dim %arg0, dims = [] : (tensor<f32>) -> tensor<256xf32> loc(#loc7)
+    return %0 : tensor<256xf32> loc(#loc8)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("/work/main/tests/record_programs/jax_decode.py":32:8 to :25)
+#loc3 = loc("/work/main/tests/record_programs/jax_decode.py":42:4 to :10)
+#loc4 = loc("main"(#loc2))
+#loc5 = loc("<module>"(#loc3))
+#loc6 = loc(callsite(#loc4 at #loc5))
+#loc7 = loc("jit(broadcast_in_dim)/broadcast_in_dim"(#loc6))
+#loc8 = loc("jit(broadcast_in_dim)"(#loc6))
