@@ -85,11 +85,7 @@ class Frames:
 
     def user_frame(self, frame: FrameType | None) -> FrameType | None:
         """The innermost frame outside the library, or None."""
-        while frame is not None:
-            if not self.is_library(frame.f_code.co_filename):
-                return frame
-            frame = frame.f_back
-        return None
+        return self.origin(frame)[0]
 
     def program_frame(self, frame: FrameType | None) -> FrameType | None:
         """The innermost frame of the program's own code: outside the library and outside
@@ -130,13 +126,6 @@ class Frames:
         if key not in self._compiled:
             self._compiled[key] = _source_nodes(filename, line)
         return self._compiled[key]
-
-    def compiled_origin(self, frame: FrameType | None) -> dict[str, str] | None:
-        """What Inductor's generated code says the running kernel call fuses, if it runs one."""
-        _, generated = self.origin(frame)
-        if generated is None:
-            return None
-        return self.compiled_at(generated.f_code.co_filename, generated.f_lineno)
 
 
 def _source_nodes(filename: str, line: int) -> dict[str, str] | None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from graphscope.capture import sites
+from graphscope.capture.attribution import make_labels, raw_label
 from graphscope.capture.record.lives import Capture, Life, pool_id, rerecord_reason, shape_changes
 from graphscope.capture.sampling import Replays, Schedule
 
@@ -161,13 +162,17 @@ def test_compiled_code_names_what_each_kernel_call_fuses(tmp_path: Path) -> None
     cache = tmp_path / "torchinductor_root"
     frame = _frame_in(cache / "ab" / "cabc.py", _GENERATED, "call")
     frames = sites.Frames((), lambda: (str(cache) + "/",))
-    assert frames.compiled_origin(frame) == {
+
+    def label(at: FrameType) -> Any:  # as the node-created callback notes it, made a Label
+        return make_labels(frames, [raw_label(frames, EXEC, None, None, at)])[EXEC]
+
+    assert label(frame)["compiled"] == {
         "source_nodes": "linear, silu",
         "aten": "aten.mm, aten.silu",
     }
     assert frames.user_frame(frame) is not frame  # generated code is never the user's line
     plain = _frame_in(tmp_path / "user.py", "def f():\n    return grab()\n", "f")
-    assert frames.compiled_origin(plain) is None
+    assert "compiled" not in label(plain)
 
 
 def test_inductor_s_cache_folder_is_asked_only_once_the_program_imports_inductor(
