@@ -1,9 +1,11 @@
 """Probe: where a recorded capture's labelling time goes, part by part.
 
 ``record`` labels each node a capture creates with the running module and the user's line:
-global module hooks keep the module stack, and a CUPTI ``GRAPHNODE_CREATED`` callback walks
-the Python frames once per node, in C (``capture/_labeller.c``) where the install built it,
-else in Python. This captures the deep decoder of ``torch_buckets.py`` with
+a CUPTI ``GRAPHNODE_CREATED`` callback walks the Python frames once per node, in C
+(``capture/_labeller.c``) where the install built it, else in Python, and reads both from
+them (global module hooks kept the module stack before: "module hooks (no-op)" shows what
+they cost). At instantiation the recorder reads where the model's parameters are
+(``pointers.parameter_spans``). This captures the deep decoder of ``torch_buckets.py`` with
 ``torch.cuda.graph`` (instantiation included) under each part alone and all together, and
 under the whole recorder, alternately, in one process, and prints one JSON line per variant
 with the median capture time and its cost per node against the plain capture.
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import gc
 import json
 import statistics
 import sys
@@ -53,7 +56,7 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
             h.remove()
 
     @contextlib.contextmanager
-    def attribution_hooks() -> Iterator[None]:  # the module stack, no callback
+    def attribution_hooks() -> Iterator[None]:  # attribution active, no node callback
         attribution = Attribution(track_ops=False)
         attribution.activate()
         yield
@@ -102,44 +105,69 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
         return run
 
     @contextlib.contextmanager
-    def c_walk() -> Iterator[None]:  # the C labeller's frame walk, without module hooks
+    def c_walk() -> Iterator[None]:  # the C labeller alone: its walk, the module's path
         native = callbacks.native_labeller()
         sub = callbacks.subscriber()
         noop: Callable[[Any], None] = lambda cbdata: None  # noqa: E731
         sub.on(*created, noop, print)
         assert native is not None and sub.labels_natively
-        native.start([], [], {}, frames.kind, print)
+        names: dict[int, str] = {}
+
+        def learn(module: Any, outermost: Any) -> str:
+            names[id(module)] = type(module).__name__
+            return names[id(module)]
+
+        native.start([], names, torch.nn.Module, {}, frames.kind, learn, print)
         yield
         native.stop()
         sub.off(*created, noop)
 
-    def recorder(attribution: bool, parameters: bool = True) -> Callable[[], Any]:
+    def recorder(
+        attribution: bool, parameters: bool = True, clone: bool = True, collect: bool = True
+    ) -> Callable[[], Any]:
         """The whole recorder of ``graphscope record``, started in this process; its bundles
         are built after the timed capture, when it finishes. ``parameters=False`` leaves out
-        the walk of the model's parameters at instantiation (which names pointers)."""
+        the walk of the model's parameters at instantiation (which names pointers),
+        ``clone=False`` the graph's clone (nothing is then read), ``collect=False`` runs the
+        capture with Python's cyclic garbage collector off."""
         from graphscope.capture.record import Recorder, graphs
 
         from graphscope.recording import Settings
 
         @contextlib.contextmanager
         def run() -> Iterator[None]:
-            walk = graphs.parameter_regions
+            walk, cloner = graphs.parameter_spans, graphs.grab.clone
             if not parameters:
-                graphs.parameter_regions = lambda roots: None  # type: ignore[assignment]
+                graphs.parameter_spans = lambda roots: None  # type: ignore[assignment]
+            if not clone:
+                graphs.grab.clone = lambda graph: None  # type: ignore[assignment]
             try:
                 with tempfile.TemporaryDirectory() as folder:
                     rec = Recorder(folder, Settings(attribution=attribution)).start()
-                    yield
+                    if not collect:
+                        gc.disable()
+                    try:
+                        yield
+                    finally:
+                        gc.enable()
                     rec.finish()
             finally:
-                graphs.parameter_regions = walk
+                graphs.parameter_spans, graphs.grab.clone = walk, cloner
 
         return run
+
+    @contextlib.contextmanager
+    def no_collector() -> Iterator[None]:
+        gc.disable()
+        try:
+            yield
+        finally:
+            gc.enable()
 
     variants = {
         "plain": plain,
         "module hooks (no-op)": module_hooks,
-        "attribution's module stack": attribution_hooks,
+        "attribution active, no node callback": attribution_hooks,
         "node callback (no-op)": callback(lambda cbdata: None),
         "node callback, id read": callback(
             lambda cbdata: store.append(callbacks.created_node_id(cbdata))
@@ -155,11 +183,14 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
             int(api.CallbackIdResource.GRAPHEXEC_CREATED)
         )
         variants["CUPTI node callback in C (no-op)"] = cupti_in_c(int(created[1]))
-        variants["C labeller's walk, no module hooks"] = c_walk
+        variants["C labeller alone (frames, module paths)"] = c_walk
         variants["attribution, C labeller (record's default)"] = attribution(native=True)
     variants["recorder, --no-attribution"] = recorder(False)
     variants["recorder (default)"] = recorder(True)
     variants["recorder, no parameter walk"] = recorder(True, parameters=False)
+    variants["recorder, no clone"] = recorder(True, clone=False)
+    variants["recorder, garbage collector off"] = recorder(True, collect=False)
+    variants["plain, garbage collector off"] = no_collector
     return variants
 
 

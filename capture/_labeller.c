@@ -14,6 +14,12 @@
  * generated file or None, generated line). Which file is whose comes from a Python function
  * (sites.Frames), asked once per file and cached in a dict.
  *
+ * The module is read from the frames too: the innermost frame of a method whose `self` is an
+ * nn.Module, named by its path in the outermost module running (a dict of id() to path, filled
+ * by a Python function the first time a module is met). Global module hooks kept that stack
+ * before, and cost 1.9 us a node: while one is registered, torch runs every module call
+ * through its slow path. attribution.py's Python labeller reads the module the same way.
+ *
  * Built by setup.py as an optional extension: where it is missing, attribution.py labels in
  * Python, with the same tuples.
  */
@@ -40,11 +46,14 @@ static uint32_t node_cbid;
 static volatile int labelling; /* read without the GIL first, again with it */
 
 /* Set by start(), cleared by stop(); touched only with the GIL held. */
-static PyObject *sink;     /* list: the label tuples */
-static PyObject *modules;  /* list: the running modules' paths, innermost last */
-static PyObject *kinds;    /* dict: filename -> KIND_* */
-static PyObject *classify; /* callable(filename) -> KIND_* */
-static PyObject *on_error; /* callable(exception), told of a failed label */
+static PyObject *sink;        /* list: the label tuples */
+static PyObject *names;       /* dict: id(module) -> its path */
+static PyObject *module_type; /* torch.nn.Module */
+static PyObject *kinds;       /* dict: filename -> KIND_* */
+static PyObject *classify;    /* callable(filename) -> KIND_* */
+static PyObject *learn;       /* callable(module, outermost module) -> the module's path */
+static PyObject *on_error;    /* callable(exception), told of a failed label */
+static PyObject *s_self;      /* "self", interned */
 
 static int
 is_finalizing(void)
@@ -74,6 +83,90 @@ kind_of(PyObject *filename)
     return stored < 0 ? -1 : kind;
 }
 
+/* The first argument of a method, if it is named self; a new reference, NULL if none (an
+ * exception set only on failure). */
+static PyObject *
+self_of(PyFrameObject *frame, PyCodeObject *code)
+{
+    if (code->co_argcount < 1)
+        return NULL;
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *varnames = PyCode_GetVarnames(code); /* cached by the code object */
+#else
+    PyObject *varnames = Py_XNewRef(code->co_varnames);
+#endif
+    if (varnames == NULL)
+        return NULL;
+    int named_self = PyTuple_GET_SIZE(varnames) > 0 &&
+                     PyUnicode_Compare(PyTuple_GET_ITEM(varnames, 0), s_self) == 0;
+    Py_DECREF(varnames);
+    if (!named_self)
+        return NULL;
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *self = PyFrame_GetVar(frame, s_self);
+#else
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *locals = PyFrame_GetLocals(frame);
+#else
+    PyObject *locals = PyFrame_FastToLocalsWithError(frame) < 0 ? NULL : Py_XNewRef(frame->f_locals);
+#endif
+    PyObject *self = locals == NULL ? NULL : PyDict_GetItemWithError(locals, s_self);
+    Py_XINCREF(self);
+    Py_XDECREF(locals);
+    if (self == NULL && !PyErr_Occurred())
+        return NULL;
+#endif
+    if (self == NULL && PyErr_ExceptionMatches(PyExc_NameError))
+        PyErr_Clear(); /* self deleted, or not bound yet */
+    return self;
+}
+
+/* The nn.Module a frame runs a method of; a new reference, NULL if none (an exception set
+ * only on failure). */
+static PyObject *
+module_of(PyFrameObject *frame, PyCodeObject *code)
+{
+    PyObject *self = self_of(frame, code);
+    if (self != NULL && !PyObject_TypeCheck(self, (PyTypeObject *)module_type))
+        Py_CLEAR(self);
+    return self;
+}
+
+/* The path of `module`, whose method `frame` runs: looked up by id(), else learned from the
+ * outermost module running (a new reference, or NULL with an exception set). */
+static PyObject *
+path_of(PyObject *module, PyFrameObject *frame)
+{
+    PyObject *key = PyLong_FromVoidPtr(module);
+    if (key == NULL)
+        return NULL;
+    PyObject *path = PyDict_GetItemWithError(names, key); /* borrowed */
+    Py_DECREF(key);
+    if (path != NULL || PyErr_Occurred())
+        return Py_XNewRef(path);
+    /* Met for the first time: its tree is named from the outermost module on the stack. */
+    PyObject *outermost = Py_NewRef(module);
+    Py_INCREF(frame);
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *found = module_of(frame, code);
+        Py_DECREF(code);
+        if (found == NULL && PyErr_Occurred()) {
+            Py_DECREF(frame);
+            Py_DECREF(outermost);
+            return NULL;
+        }
+        if (found != NULL)
+            Py_SETREF(outermost, found);
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    path = PyObject_CallFunctionObjArgs(learn, module, outermost, NULL);
+    Py_DECREF(outermost);
+    return path;
+}
+
 /* Append the label of the node CUPTI reports; 0, or -1 with an exception set. */
 static int
 label(const void *data)
@@ -85,26 +178,40 @@ label(const void *data)
     if (get_node_id(*(void *const *)(descriptor + NODE_OFFSET), &id) != 0)
         return 0; /* no id, no key to file the label under: as the Python path, nothing */
 
-    PyObject *user = NULL, *generated = NULL; /* strong: a code object, a filename */
+    /* strong: a code object, a filename, a module and the frame running its method */
+    PyObject *user = NULL, *generated = NULL, *module = NULL;
+    PyFrameObject *module_frame = NULL;
     int user_line = 0, generated_line = 0, failed = 0;
     PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
     Py_XINCREF(frame);
-    while (frame != NULL) {
+    /* Outward until both the user's frame and the innermost module's are found. */
+    while (frame != NULL && (user == NULL || module == NULL)) {
         PyCodeObject *code = PyFrame_GetCode(frame);
-        long kind = kind_of(code->co_filename);
-        if (kind == -1 && PyErr_Occurred()) {
-            Py_DECREF(code);
-            failed = 1;
-            break;
+        if (module == NULL) {
+            module = module_of(frame, code);
+            if (module != NULL)
+                module_frame = (PyFrameObject *)Py_NewRef(frame);
+            else if (PyErr_Occurred()) {
+                Py_DECREF(code);
+                failed = 1;
+                break;
+            }
         }
-        if (kind == KIND_USER) {
-            user = (PyObject *)code;
-            user_line = PyFrame_GetLineNumber(frame);
-            break;
-        }
-        if (kind == KIND_GENERATED && generated == NULL) {
-            generated = Py_NewRef(code->co_filename);
-            generated_line = PyFrame_GetLineNumber(frame);
+        if (user == NULL) {
+            long kind = kind_of(code->co_filename);
+            if (kind == -1 && PyErr_Occurred()) {
+                Py_DECREF(code);
+                failed = 1;
+                break;
+            }
+            if (kind == KIND_USER) {
+                user = Py_NewRef((PyObject *)code);
+                user_line = PyFrame_GetLineNumber(frame);
+            }
+            else if (kind == KIND_GENERATED && generated == NULL) {
+                generated = Py_NewRef(code->co_filename);
+                generated_line = PyFrame_GetLineNumber(frame);
+            }
         }
         Py_DECREF(code);
         PyFrameObject *back = PyFrame_GetBack(frame);
@@ -112,17 +219,38 @@ label(const void *data)
         frame = back;
     }
     Py_XDECREF(frame);
-    if (!failed) {
-        Py_ssize_t depth = PyList_GET_SIZE(modules);
-        PyObject *module = depth ? PyList_GET_ITEM(modules, depth - 1) : Py_None;
-        /* "N" passes the new line ints on to the tuple */
-        PyObject *entry = Py_BuildValue(
-            "(KOOONON)", (unsigned long long)id, module, Py_None, user ? user : Py_None,
-            user ? PyLong_FromLong(user_line) : Py_NewRef(Py_None), generated ? generated : Py_None,
-            generated ? PyLong_FromLong(generated_line) : Py_NewRef(Py_None));
-        failed = entry == NULL || PyList_Append(sink, entry) < 0;
-        Py_XDECREF(entry);
+    PyObject *path = NULL;
+    if (!failed && module != NULL) {
+        path = path_of(module, module_frame);
+        failed = path == NULL;
     }
+    if (!failed) {
+        PyObject *entry = PyTuple_New(7);
+        failed = entry == NULL;
+        if (!failed) {
+            PyObject *items[7] = {
+                PyLong_FromUnsignedLongLong(id),
+                path != NULL ? Py_NewRef(path) : Py_NewRef(Py_None),
+                Py_NewRef(Py_None),
+                user != NULL ? Py_NewRef(user) : Py_NewRef(Py_None),
+                user != NULL ? PyLong_FromLong(user_line) : Py_NewRef(Py_None),
+                generated != NULL ? Py_NewRef(generated) : Py_NewRef(Py_None),
+                generated != NULL ? PyLong_FromLong(generated_line) : Py_NewRef(Py_None),
+            };
+            for (int i = 0; i < 7; i++) {
+                failed = failed || items[i] == NULL;
+                PyTuple_SET_ITEM(entry, i, items[i]); /* steals; NULL items are left so */
+            }
+            /* Numbers, strings and a code object: no cycle for the collector to find. */
+            if (!failed)
+                PyObject_GC_UnTrack(entry);
+            failed = failed || PyList_Append(sink, entry) < 0;
+            Py_DECREF(entry);
+        }
+    }
+    Py_XDECREF(path);
+    Py_XDECREF(module);
+    Py_XDECREF(module_frame);
     Py_XDECREF(user);
     Py_XDECREF(generated);
     return failed ? -1 : 0;
@@ -191,18 +319,20 @@ clear(void)
 {
     labelling = 0;
     Py_CLEAR(sink);
-    Py_CLEAR(modules);
+    Py_CLEAR(names);
+    Py_CLEAR(module_type);
     Py_CLEAR(kinds);
     Py_CLEAR(classify);
+    Py_CLEAR(learn);
     Py_CLEAR(on_error);
 }
 
 static PyObject *
 start(PyObject *self, PyObject *args)
 {
-    PyObject *s, *m, *k, *c, *e;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO", &PyList_Type, &s, &PyList_Type, &m, &PyDict_Type, &k,
-                          &c, &e))
+    PyObject *s, *n, *t, *k, *c, *l, *e;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO", &PyList_Type, &s, &PyDict_Type, &n, &PyType_Type,
+                          &t, &PyDict_Type, &k, &c, &l, &e))
         return NULL;
     if (forward == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "start: install() has not run");
@@ -210,9 +340,11 @@ start(PyObject *self, PyObject *args)
     }
     clear();
     sink = Py_NewRef(s);
-    modules = Py_NewRef(m);
+    names = Py_NewRef(n);
+    module_type = Py_NewRef(t);
     kinds = Py_NewRef(k);
     classify = Py_NewRef(c);
+    learn = Py_NewRef(l);
     on_error = Py_NewRef(e);
     labelling = 1;
     Py_RETURN_NONE;
@@ -237,7 +369,8 @@ static PyMethodDef methods[] = {
      "subscribe: it forwards every callback to trampoline, but GRAPHNODE_CREATED (domain, cbid) "
      "while labelling"},
     {"start", start, METH_VARARGS,
-     "start(sink, modules, kinds, classify, on_error): label each node created from now on"},
+     "start(sink, names, module_type, kinds, classify, learn, on_error): label each node "
+     "created from now on"},
     {"stop", stop, METH_NOARGS, "stop(): forward GRAPHNODE_CREATED again, and drop the references"},
     {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
     {NULL, NULL, 0, NULL},
@@ -252,5 +385,6 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__labeller(void)
 {
-    return PyModule_Create(&module);
+    s_self = PyUnicode_InternFromString("self");
+    return s_self == NULL ? NULL : PyModule_Create(&module);
 }

@@ -2,9 +2,11 @@
 
 Works on a 13.0 driver, where PyTorch's own node annotations need 13.1 (DESIGN.md): a CUPTI
 callback on the RESOURCE domain's GRAPHNODE_CREATED fires inside the CUDA call that creates
-each node, on the thread running the step, while global module hooks keep a stack of running
-modules and a ``TorchDispatchMode`` knows the running aten op. The callback reads both, and
-the innermost Python frame outside torch, at that moment.
+each node, on the thread running the step, while a ``TorchDispatchMode`` knows the running
+aten op. The callback reads it and, from that thread's Python frames, the innermost module
+whose method runs (a frame whose ``self`` is an ``nn.Module``) and the innermost frame outside
+torch. Global module hooks kept the module stack once, and made torch run every module call
+through its slow path: one hook is left, removed at its first call, for the capture's inputs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import threading
 import warnings
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType, FrameType, TracebackType
 from typing import Any, TypedDict
@@ -101,6 +104,45 @@ class Label(_Label, total=False):
 RawLabel = tuple[int, str | None, str | None, CodeType | None, int | None, str | None, int | None]
 
 
+def _self_of(frame: FrameType) -> Any:
+    """The first argument of the method ``frame`` runs, if it is named ``self``."""
+    code = frame.f_code
+    if code.co_argcount and code.co_varnames[0] == "self":
+        return frame.f_locals.get("self")
+    return None
+
+
+def module_at(
+    frame: FrameType | None,
+    module_type: type,
+    names: dict[int, str],
+    learn: Callable[[Any, Any], str],
+) -> str | None:
+    """The path of the innermost module whose method runs at ``frame``, or None: by ``id()``
+    in ``names``, else ``learn(module, outermost module running)``. What the C labeller
+    reads, in Python."""
+    found = None
+    while frame is not None:
+        owner = _self_of(frame)
+        # type(), as C's PyObject_TypeCheck: not the __class__ a proxy may answer
+        if owner is not None and issubclass(type(owner), module_type):
+            found = owner
+            break
+        frame = frame.f_back
+    if found is None:
+        return None
+    name = names.get(id(found))
+    if name is not None:
+        return name
+    outermost = found
+    while frame is not None:
+        owner = _self_of(frame)
+        if owner is not None and issubclass(type(owner), module_type):
+            outermost = owner
+        frame = frame.f_back
+    return learn(found, outermost)
+
+
 def raw_label(
     frames: Frames, packed: int, module: str | None, op: str | None, frame: FrameType | None
 ) -> RawLabel:
@@ -154,7 +196,6 @@ class Attribution:
         self.torch = require("torch")
         self.names: dict[int, str] = module_names(model) if model is not None else {}
         self._fixed_model = model is not None
-        self.modules: list[str] = []
         self.op: str | None = None
         # The callback appends RawLabels to _sink; they are sorted by graph as they are taken.
         self._sink: list[RawLabel] = []
@@ -184,40 +225,44 @@ class Attribution:
         self._warnings: Any = None
 
     def live_roots(self) -> list[Any]:
-        """The outermost modules seen running that are alive and no part of another."""
-        alive = [m for m in (r() for r in list(self.roots.values())) if m is not None]
-        inner = {id(m) for root in alive for m in root.modules() if m is not root}
-        return [m for m in alive if id(m) not in inner]
+        """The outermost modules seen running that are still alive. One may have become part
+        of another since it ran: ``pointers.parameter_spans`` leaves such trees out."""
+        return [m for m in (r() for r in list(self.roots.values())) if m is not None]
 
     def name_of(self, module: Any) -> str | None:
         return self.names.get(id(module))
 
-    # Module hooks: a stack of the running modules' paths.
-    def _enter_module(self, module: Any, args: Any) -> None:
-        if not self.modules and not self._fixed_model and id(module) not in self.names:
-            # The outermost module running names the tree below it (module_names caches
-            # nothing: a new root is walked once, when it first runs while active).
-            self.names.update(module_names(module))
-        if not self.modules:
-            self.roots[id(module)] = weakref.ref(module)
-        if not self.modules and self.root_inputs is None:
-            self.root_inputs = tensor_inputs(args if isinstance(args, tuple) else (args,))
-        name = self.names.get(id(module))
-        self.modules.append(type(module).__name__ if name is None else name)
+    def module_at(self, frame: FrameType | None) -> str | None:
+        """The path of the innermost module whose method runs at ``frame``, or None."""
+        return module_at(frame, self.torch.nn.Module, self.names, self._learn)
 
-    def _leave_module(self, module: Any, args: Any, output: Any) -> None:
+    def _learn(self, module: Any, outermost: Any) -> str:
+        """The path of ``module``, met for the first time: the tree of ``outermost``, the
+        outermost module running, is named (once per tree) and kept as a root."""
+        if not self._fixed_model and id(outermost) not in self.names:
+            self.names.update(module_names(outermost))
+            self.roots[id(outermost)] = weakref.ref(outermost)
         name = self.names.get(id(module))
-        mine = type(module).__name__ if name is None else name
-        # Pop down to this module: entries above it belong to modules whose forward raised
-        # and whose exception the model caught.
-        while self.modules:
-            if self.modules.pop() == mine:
-                break
+        if name is None:  # held outside the tree it runs in: its class names it
+            name = self.names[id(module)] = type(module).__name__
+        return name
+
+    def _first_module(self, module: Any, args: Any) -> None:
+        """A global pre-hook for the first module called while active: its tensor arguments
+        are the capture's inputs. It removes itself, so that torch's fast path serves every
+        later module call (a registered global hook sends each through the slow one)."""
+        if self.root_inputs is None:
+            self.root_inputs = tensor_inputs(args if isinstance(args, tuple) else (args,))
+        self._unhook()
+
+    def _unhook(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
 
     def label(self, packed: int, frame: FrameType | None) -> None:
         """Label node ``packed`` (CUPTI's graph node id) with what runs at ``frame`` now."""
-        module = self.modules[-1] if self.modules else None
-        self._sink.append(raw_label(self.frames, packed, module, self.op, frame))
+        self._sink.append(raw_label(self.frames, packed, self.module_at(frame), self.op, frame))
 
     def _node_created(self, cbdata: Any) -> None:
         self.label(created_node_id(cbdata), sys._getframe(1))
@@ -280,10 +325,7 @@ class Attribution:
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there")
-        self._handles = [
-            hooks.register_module_forward_pre_hook(self._enter_module),
-            hooks.register_module_forward_hook(self._leave_module),
-        ]
+        self._handles = [hooks.register_module_forward_pre_hook(self._first_module)]
         if self.track_ops:
             self._mode = _op_tracker(self)
             self._mode.__enter__()
@@ -291,7 +333,15 @@ class Attribution:
         native = native_labeller() if self._native else None
         # One C labeller per process: a second Attribution active at once labels in Python.
         if native is not None and subscriber().labels_natively and not native.active():
-            native.start(self._sink, self.modules, self._kinds, self.frames.kind, self._failed)
+            native.start(
+                self._sink,
+                self.names,
+                torch.nn.Module,
+                self._kinds,
+                self.frames.kind,
+                self._learn,
+                self._failed,
+            )
             self.labeller = "C"
             self._labelling_natively = True
 
@@ -307,13 +357,10 @@ class Attribution:
             # Raises when another mode was pushed above ours and is still active.
             with contextlib.suppress(Exception):
                 mode.__exit__(None, None, None)
-        for handle in self._handles:
-            handle.remove()
-        self._handles = []
+        self._unhook()
         if self._warnings is not None:
             self._warnings.__exit__(None, None, None)
             self._warnings = None
-        self.modules.clear()
         self.op = None
 
     def __enter__(self) -> Attribution:

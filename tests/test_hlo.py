@@ -166,3 +166,16 @@ def test_each_launch_of_a_kernel_xla_reused_is_named_after_its_own_fusion() -> N
         # the line of jax_decode.py that makes each layer: x = jnp.tanh(x @ w + b)
         assert label["file"].endswith("jax_decode.py") and label["line"] == 21
     assert grab.attach_hlo(G, modules) == 0  # labelled nodes keep their label
+
+
+def test_the_recorded_bundle_carries_each_launch_s_own_fusion() -> None:
+    """What ``graphscope record`` wrote (re-recorded once the matcher went in order) says the
+    same as the dump read again above."""
+    import graphscope
+
+    (folder,) = JAX_DECODE.glob("pid*")
+    G = graphscope.load(folder / "g2.json.gz")
+    nodes = sorted(G.nodes(data=True), key=lambda kd: kd[1]["local_id"])
+    assert [d["attribution"]["hlo"]["instruction"] for _, d in nodes] == [
+        f"gemm_fusion_dot_general.{n}" for n in range(8, 16)
+    ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,44 +69,100 @@ def labeller() -> Any:
     native.stop()
 
 
-def _chain(tmp_path: Path) -> tuple[sites.Frames, Callable[[Callable[[], Any]], Any]]:
-    """User code in app/serve.py calls Inductor's generated code, which calls ``fire``."""
+class Module:
+    """Stands for torch.nn.Module: the labeller asks only whether ``self`` is one."""
+
+
+USER = """class Model(Module):
+    def __init__(self):
+        self.layer = Layer()
+
+    def forward(self, fire):
+        return self.layer.forward(fire)
+
+
+class Layer(Module):
+    def forward(self, fire):
+        return helper(fire)
+
+
+def helper(fire):
+    return call(fire)
+"""
+
+
+def _chain(tmp_path: Path) -> tuple[sites.Frames, Any]:
+    """User code in app/serve.py (a model, its layer, a helper) calls Inductor's generated
+    code, which calls ``fire``."""
     cache = tmp_path / "torchinductor_me"
     generated = cache / "ab" / "cab.py"
     generated.parent.mkdir(parents=True)
     generated.write_text(GENERATED)
     user = tmp_path / "app" / "serve.py"
     user.parent.mkdir(parents=True)
-    user.write_text("def main(fire):\n    return call(fire)\n")
-    namespace: dict[str, Any] = {}
+    user.write_text(USER)
+    namespace: dict[str, Any] = {"Module": Module}
     exec(compile(GENERATED, str(generated), "exec"), namespace)
     exec(compile(user.read_text(), str(user), "exec"), namespace)
     library = (str(Path(__file__).resolve()), str(Path(sites.__file__).resolve().parent) + "/")
-    return sites.Frames(library, lambda: (str(cache) + "/",)), namespace["main"]
+    return sites.Frames(library, lambda: (str(cache) + "/",)), namespace["Model"]()
+
+
+def _start(
+    sink: list[Any], names: dict[int, str], frames: sites.Frames, learn: Any, errors: Any
+) -> None:
+    native.start(sink, names, Module, {}, frames.kind, learn, errors)
 
 
 def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: Path) -> None:
-    frames, main = _chain(tmp_path)
+    frames, model = _chain(tmp_path)
     sink: list[Any] = []
-    modules = ["layers.0", "layers.0.attention"]
+    names: dict[int, str] = {}
+    learned: list[tuple[Any, Any]] = []
+
+    def learn(module: Any, outermost: Any) -> str:  # as Attribution._learn: once per module
+        learned.append((module, outermost))
+        names[id(module)] = "layers.0.attention"
+        return names[id(module)]
+
     errors: list[BaseException] = []
-    native.start(sink, modules, {}, frames.kind, errors.append)
+    _start(sink, names, frames, learn, errors.append)
 
     def fire() -> Any:  # both labellers at one frame, on one line
-        return labeller.fire(), attribution.raw_label(
-            frames, PACKED, modules[-1], None, sys._getframe()
-        )
+        frame = sys._getframe()
+        module = attribution.module_at(frame, Module, names, learn)
+        return labeller.fire(), attribution.raw_label(frames, PACKED, module, None, frame)
 
-    _, expected = main(fire)
+    _, expected = model.forward(fire)
+    # The innermost module running is the layer, met first by C: learned once, from the
+    # outermost module running; Python then finds it by id().
+    assert learned == [(model.layer, model)]
     assert errors == [] and labeller.forwarded == []  # served in C, not passed on
     assert sink == [expected]
     packed, module, op, code, line, generated_file, generated_line = sink[0]
     assert (packed, module, op) == (PACKED, "layers.0.attention", None)
-    assert code.co_name == "main" and code.co_filename.endswith("serve.py") and line == 2
+    assert code.co_name == "helper" and code.co_filename.endswith("serve.py") and line == 15
     assert generated_file.endswith("cab.py") and generated_line == 4
     label = attribution.make_labels(frames, sink)[PACKED]
-    assert label["function"] == "main" and label["module"] == "layers.0.attention"
+    assert label["function"] == "helper" and label["module"] == "layers.0.attention"
     assert label["compiled"] == {"source_nodes": "linear, silu", "aten": "aten.mm, aten.silu"}
+    model.forward(labeller.fire)  # known now: no second lesson
+    assert len(sink) == 2 and sink[1][1] == "layers.0.attention" and len(learned) == 1
+
+
+def test_python_learns_as_c_does(tmp_path: Path) -> None:
+    _, model = _chain(tmp_path)
+    names: dict[int, str] = {}
+    learned: list[tuple[Any, Any]] = []
+
+    def learn(module: Any, outermost: Any) -> str:
+        learned.append((module, outermost))
+        return "x"
+
+    seen: list[Any] = []
+    model.forward(lambda: seen.append(attribution.module_at(sys._getframe(), Module, names, learn)))
+    assert seen == ["x"] and learned == [(model.layer, model)]
+    assert attribution.module_at(sys._getframe(), Module, names, learn) is None  # no module here
 
 
 def test_everything_else_goes_on_to_python_and_all_of_it_once_stopped(
@@ -116,7 +171,7 @@ def test_everything_else_goes_on_to_python_and_all_of_it_once_stopped(
     frames, _ = _chain(tmp_path)
     labeller.fire()  # not started: passed on
     sink: list[Any] = []
-    native.start(sink, [], {}, frames.kind, print)
+    _start(sink, {}, frames, print, print)
     assert native.active()
     labeller.fire(cbid=NODE_CREATED + 1)
     labeller.fire(domain=DOMAIN + 1)
@@ -134,20 +189,27 @@ def test_everything_else_goes_on_to_python_and_all_of_it_once_stopped(
     assert sink[0][1] is None  # no module running
 
 
-def test_a_failure_is_reported_and_never_reaches_the_caller(labeller: Any) -> None:
+def test_a_failure_is_reported_and_never_reaches_the_caller(labeller: Any, tmp_path: Path) -> None:
     def classify(filename: str) -> int:
         raise RuntimeError(f"cannot classify {filename}")
 
+    def learn(module: Any, outermost: Any) -> str:
+        raise KeyError("no path")
+
     sink: list[Any] = []
     errors: list[BaseException] = []
-    native.start(sink, [], {}, classify, errors.append)
+    native.start(sink, {}, Module, {}, classify, learn, errors.append)
     labeller.fire()  # returns normally: no exception escapes into CUPTI
     assert sink == [] and len(errors) == 1
     assert isinstance(errors[0], RuntimeError) and "cannot classify" in str(errors[0])
+    frames, model = _chain(tmp_path)
+    _start(sink, {}, frames, learn, errors.append)
+    model.forward(labeller.fire)  # a module to name, and naming it fails
+    assert sink == [] and len(errors) == 2 and isinstance(errors[1], KeyError)
     labeller.graph_data[2] = NODE + 1  # a node CUPTI has no id for: no label, no error
-    native.start(sink, [], {}, lambda f: sites.Frames.USER, errors.append)
+    native.start(sink, {}, Module, {}, lambda f: sites.Frames.USER, learn, errors.append)
     labeller.fire()
-    assert sink == [] and len(errors) == 1
+    assert sink == [] and len(errors) == 2
 
 
 def test_install_refuses_null_functions() -> None:

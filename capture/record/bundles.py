@@ -23,6 +23,7 @@ from ..pointers import (
     allocated_in,
     live_models,
     parameter_regions,
+    regions_of,
     segment_regions,
 )
 from .index import entry
@@ -71,7 +72,7 @@ class Builder:
                         found = parameter_regions(live_models(torch))
                     except Exception:
                         found = []
-                regions = life.parameters if life.parameters is not None else found
+                regions = regions_of(life.parameters) if life.parameters is not None else found
                 pointers = PointerMap(regions or [], spans)
             life.parameters = None
             self._build(life, pointers, segments)

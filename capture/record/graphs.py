@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import callbacks, grab, sites
 from .._cuda import cupti
-from ..pointers import named_roots, parameter_regions
+from ..pointers import parameter_spans
 from .calls import Calls, Subscription
 from .lives import Capture, Life, pool_id, rerecord_reason, shape_changes
 
@@ -186,7 +186,7 @@ class GraphWatch:
             if life.nodes:
                 try:
                     roots = attribution.live_roots()
-                    life.parameters = parameter_regions(named_roots(roots)) if roots else None
+                    life.parameters = parameter_spans(roots) if roots else None
                 except Exception:  # a module torn down mid-walk: named later, if still alive
                     life.parameters = None
         if capture is not None and life.nodes:

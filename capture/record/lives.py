@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .. import sites
     from ..attribution import RawLabel
     from ..introspect import KernelReader
-    from ..pointers import Region
+    from ..pointers import TreeSpans
 
 LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
 
@@ -72,9 +72,10 @@ class Life:
     clone: int | None = None
     snapshot: grab.Snapshot | None = None
     labels: list[RawLabel] = field(default_factory=list)  # made Labels by the worker
-    # The parameters of the modules that ran in its capture, read at instantiation: the
-    # bundle is built later, when a program's model may be gone (a main() that returned).
-    parameters: list[Region] | None = None
+    # Where the parameters of the modules that ran in its capture were at instantiation: the
+    # bundle is built later, when a program's model may be gone (a main() that returned) or
+    # its weights reloaded elsewhere. Named Regions by the worker (pointers.regions_of).
+    parameters: TreeSpans | None = None
     dot_tmp: Path | None = None
     bundle: str | None = None
     dot: str | None = None
