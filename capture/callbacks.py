@@ -301,14 +301,16 @@ def dereference(address: int) -> int:
     return _word(address) if address else 0
 
 
-def callback_ids(enum: Any, prefixes: tuple[str, ...]) -> dict[int, str]:
-    """The ids of every API callback whose name starts with one of ``prefixes``.
+def callback_ids(enum: Any, prefixes: tuple[str, ...], exact: bool = False) -> dict[int, str]:
+    """The ids of every API callback whose name starts with one of ``prefixes`` or, with
+    ``exact``, is one of them but for a version suffix (``cudaMemcpy`` is ``cudaMemcpy_v3020``,
+    not ``cudaMemcpyAsync_v3020``).
 
     Version suffixes vary by CUDA release (``cudaGraphLaunch_v10000``, ``cuGraphLaunch_ptsz``),
     so ids are found by name rather than written in.
     """
     found = {}
     for name, member in enum.__members__.items():
-        if name.startswith(prefixes):
+        if name.split("_")[0] in prefixes if exact else name.startswith(prefixes):
             found[int(member)] = name
     return found

@@ -175,9 +175,10 @@ def _native_walk() -> Any:
     return _modulewalk
 
 
-def parameter_spans(roots: Iterable[Any]) -> TreeSpans:
-    """The spans of each tree of ``roots`` that is no part of another, prefixed as
-    :func:`named_roots` names them; cheap enough to run at each instantiation."""
+def parameter_spans(roots: Iterable[Any]) -> list[tuple[str, Any, list[Span]]]:
+    """``(prefix, root, spans)`` of each tree of ``roots`` that is no part of another, its
+    paths prefixed as :func:`named_roots` names them; cheap enough to run at each
+    instantiation."""
     walked: dict[int, tuple[Any, list[Span], set[int]]] = {}
     for root in roots:
         if id(root) not in walked:
@@ -190,7 +191,9 @@ def parameter_spans(roots: Iterable[Any]) -> TreeSpans:
     }
     outer = [(root, spans) for key, (root, spans, _) in walked.items() if key not in inner]
     by_root = {id(root): spans for root, spans in outer}
-    return [(prefix, by_root[id(root)]) for prefix, root in named_roots([r for r, _ in outer])]
+    return [
+        (prefix, root, by_root[id(root)]) for prefix, root in named_roots([r for r, _ in outer])
+    ]
 
 
 def regions_of(trees: TreeSpans) -> list[Region]:

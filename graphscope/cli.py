@@ -576,7 +576,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-_RULE_OPTIONS = ("max_eager_share", "no_rerecord", "no_skips", "max_graphs", "max_pool_mib")
+_RULE_OPTIONS = (
+    "no_failed_captures",
+    "no_stale_pointers",
+    "max_eager_share",
+    "no_rerecord",
+    "no_skips",
+    "max_graphs",
+    "max_pool_mib",
+)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -605,6 +613,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     named = any(getattr(args, o) not in (None, False) for o in _RULE_OPTIONS)
     rules = (
         Rules(
+            no_failed_captures=args.no_failed_captures,
+            no_stale_pointers=args.no_stale_pointers,
             max_eager_share_pct=args.max_eager_share,
             no_rerecord=args.no_rerecord,
             no_skips=args.no_skips,
@@ -823,11 +833,25 @@ def build_parser() -> argparse.ArgumentParser:
         "against rules: one line for each rule a process breaks, naming the graph, the input "
         "and the program's line where the recording says them, then exit status 1; one "
         "'passed' line and status 0 otherwise. With no rule named, the default rules apply: "
-        "--max-eager-share 50 --no-rerecord --no-skips. Naming any rule checks only the rules "
+        "--no-failed-captures --no-stale-pointers --max-eager-share 50 --no-rerecord "
+        "--no-skips. Naming any rule "
+        "checks only the rules "
         "named. A recording that ends early (the program was killed, or recording stopped) "
         "always fails.",
     )
     chk.add_argument("recording", metavar="RECORDING", help="a recording folder")
+    chk.add_argument(
+        "--no-failed-captures",
+        action="store_true",
+        help="no stream capture broken by a call inside it (a synchronize, a blocking copy), "
+        "or refused",
+    )
+    chk.add_argument(
+        "--no-stale-pointers",
+        action="store_true",
+        help="no graph replayed after a parameter it reads moved or went away (a weight "
+        "reload that rebinds storage)",
+    )
     chk.add_argument(
         "--max-eager-share",
         type=float,

@@ -707,6 +707,39 @@ RECORDING_SAMPLING = Record(
 )
 #: Where torch says it ran a function without CUDA graphs.
 RECORDING_FALLBACKS = Record({"inductor_cudagraph_skips": COUNT, "reasons": TEXTS})
+#: A parameter a live graph points into that moved or went away after the graph was made.
+RECORDING_STALE_POINTER = Record(
+    {
+        "graph": TEXT,
+        "buffer": TEXT,  # param:layers.0.attn.qkv.weight
+        "was": COUNT,  # its first byte when the graph was made
+        "now": _OPTIONAL_COUNT,  # its first byte when seen moved; None: gone
+        "nodes": TEXTS,  # the nodes that point into it (the first 20)
+        "pointers": COUNT,
+        "at_s": NUMBER,  # when the recorder saw it
+        "replays_since": COUNT,  # launches of the graph after that
+    },
+    required=("graph", "buffer", "was", "at_s"),
+)
+#: A stream capture that failed (a call inside it broke it) or was refused.
+RECORDING_CAPTURE_FAILURE = Record(
+    {
+        "at_s": NUMBER,  # seconds after the recorder started
+        "call": _OPTIONAL_TEXT,  # the first call that failed inside it (None: none watched did)
+        "error": _OPTIONAL_TEXT,  # that call's CUDA error
+        "thread": _OPTIONAL_TEXT,
+        "stream": _OPTIONAL_COUNT,  # the stream the call named, where it names one
+        "site": _SITE,  # the user's line of the call
+        "program_site": _SITE,  # the program's own line
+        "module": _OPTIONAL_TEXT,  # the nn.Module running
+        "stack": TEXTS,  # innermost first, "file:line in function"
+        "capture": Maybe(
+            Record({"site": _SITE, "capturer": _OPTIONAL_TEXT, "stream": _OPTIONAL_COUNT})
+        ),
+        "ended": _OPTIONAL_TEXT,  # how the capture ended; None while it had not
+    },
+    required=("at_s",),
+)
 
 #: Graph metadata (``G.graph``, docs/FORMAT.md "Graph metadata").
 GRAPH: dict[str, Rule] = {

@@ -23,10 +23,12 @@ from typing import Any
 
 from . import paths
 from .contract import (
+    RECORDING_CAPTURE_FAILURE,
     RECORDING_FALLBACKS,
     RECORDING_GRAPH,
     RECORDING_PROCESS,
     RECORDING_SAMPLING,
+    RECORDING_STALE_POINTER,
     RECORDING_STATUSES,
     TEXTS,
     JsonBudget,
@@ -109,6 +111,10 @@ class Recording:
     sampling: dict[str, Any] = field(default_factory=dict)  # what the sampled windows saw
     fallbacks: dict[str, Any] = field(default_factory=dict)  # graphs skipped, where known
     notes: list[str] = field(default_factory=list)  # problems the recorder reported
+    # RECORDING_CAPTURE_FAILURE each: captures broken by a call inside them, or refused
+    capture_failures: list[dict[str, Any]] = field(default_factory=list)
+    # RECORDING_STALE_POINTER each: parameters live graphs point into that moved since
+    stale_pointers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def folder(self) -> Path:
@@ -180,6 +186,17 @@ def from_document(doc: Any, path: Path) -> Recording:
     notes = doc.get("notes")
     if notes is not None:
         check(notes, TEXTS, path, "notes")
+    failures = doc.get("capture_failures", [])
+    if not isinstance(failures, list):
+        raise _fail(path, "capture_failures", "not a list")
+    check_each(failures, RECORDING_CAPTURE_FAILURE, path, "capture_failures[{}]".format)
+    stale = doc.get("stale_pointers", [])
+    if not isinstance(stale, list):
+        raise _fail(path, "stale_pointers", "not a list")
+    check_each(stale, RECORDING_STALE_POINTER, path, "stale_pointers[{}]".format)
+    for entry in stale:
+        entry.setdefault("replays_since", 0)
+        entry.setdefault("nodes", [])
     return Recording(
         path=path,
         process=process,
@@ -188,6 +205,8 @@ def from_document(doc: Any, path: Path) -> Recording:
         sampling=sampling,
         fallbacks=fallbacks,
         notes=list(notes or []),
+        capture_failures=failures,
+        stale_pointers=stale,
     )
 
 
@@ -307,6 +326,8 @@ def new_document(process: dict[str, Any], settings: dict[str, Any]) -> dict[str,
         "graphs": [],
         "sampling": {},
         "fallbacks": {},
+        "capture_failures": [],
+        "stale_pointers": [],
         "notes": [],
     }
 

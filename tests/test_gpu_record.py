@@ -107,6 +107,71 @@ def test_torch_cuda_graph_buckets_in_one_pool(tmp_path: Path) -> None:
     assert main(["inspect", str(out)]) == 0 and main(["report", str(out)]) == 0
 
 
+def test_a_capture_broken_by_a_read_back_names_the_call_its_line_and_its_module(
+    tmp_path: Path,
+) -> None:
+    """A layer's .item() inside the captured region: torch raises as the capture ends; the
+    recording names the copy that broke it, the line, the module and the capture."""
+    out = _out(tmp_path, "capture-fails")
+    (line,) = _record(out, "capture_fails.py", "--steps", "30")
+    assert line["capture_failed"]  # the program saw it fail, and ran eagerly
+    rec = _with_graphs(out)
+    source = (PROGRAMS / "capture_fails.py").read_text().splitlines()
+    fault = 1 + next(i for i, text in enumerate(source) if ".item()" in text and "scale =" in text)
+    began = 1 + next(i for i, text in enumerate(source) if "with torch.cuda.graph(graph)" in text)
+    (failure,) = rec.capture_failures
+    # .item() copies to pageable memory, then synchronizes: the copy is the first to fail
+    assert failure["call"] == "cudaMemcpyAsync", failure
+    assert failure["error"] == "cudaErrorStreamCaptureUnsupported (900)", failure
+    assert failure["site"]["file"].endswith("capture_fails.py"), failure
+    assert failure["site"]["line"] == fault and failure["module"] == "layers.0", failure
+    assert failure["thread"] == "MainThread"
+    assert failure["capture"]["capturer"] == "torch.cuda.graph"
+    assert failure["capture"]["site"]["line"] == began
+    assert failure["ended"].startswith("cudaStreamEndCapture returned cudaErrorStream"), failure
+    assert any(f"capture_fails.py:{fault} in forward" in s for s in failure["stack"])
+    # the capture that followed is recorded as any other
+    (graph,) = rec.graphs
+    assert graph["replays"] == line["replays"] and graph["site"]["line"] == began
+    _check_bundles(rec)
+    assert main(["check", str(out), "--no-failed-captures"]) == 1
+
+
+def test_a_weight_reload_that_rebinds_parameters_under_a_live_graph_is_named(
+    tmp_path: Path,
+) -> None:
+    """Parameters rebound to new memory while the graph keeps replaying: the recording names
+    the graph, each parameter, where it was and is, the nodes reading it, and the replays."""
+    out = _out(tmp_path, "weight-reload")
+    (line,) = _record(out, "weight_reload.py", "--seconds", "4")
+    assert line["graph_against_eager_max_abs"] > 0  # the graph no longer computes as eager
+    rec = _with_graphs(out)
+    (graph,) = rec.graphs
+    stale = {s["buffer"]: s for s in rec.stale_pointers}
+    qkv = stale["param:layers.0.attn.qkv.weight"]
+    assert qkv["graph"] == graph["id"] and qkv["now"] is not None and qkv["now"] != qkv["was"]
+    assert qkv["nodes"] and qkv["pointers"] >= 1 and 0 < qkv["replays_since"] <= line["replays"]
+    # every parameter was rebound; each one a kernel reads is named
+    assert "param:lm_head.weight" in stale and "param:layers.1.down.weight" in stale
+    assert main(["check", str(out), "--no-stale-pointers"]) == 1
+
+
+def test_a_weight_reload_that_copies_in_place_leaves_the_graph_sound(tmp_path: Path) -> None:
+    out = tmp_path / "weight-copy"
+    (line,) = _record(out, "weight_reload.py", "--seconds", "3", "--copy")
+    assert line["graph_against_eager_max_abs"] < 1e-2
+    rec = _with_graphs(out)
+    assert rec.stale_pointers == []
+    assert main(["check", str(out), "--no-stale-pointers"]) == 0
+
+
+def test_every_call_watched_for_failed_captures_is_one_cupti_knows() -> None:
+    from graphscope.capture.record import failures
+
+    found = {failures.call_name(name) for name in failures.api_names()}
+    assert set(failures.UNSAFE_CALLS) <= found, sorted(set(failures.UNSAFE_CALLS) - found)
+
+
 def test_a_spawned_worker_is_recorded_and_its_parent_is_not(tmp_path: Path) -> None:
     out = _out(tmp_path, "spawn-worker")
     (line,) = _record(out, "spawn_worker.py", "--buckets", "1", "2", "--steps", "200")

@@ -98,15 +98,15 @@ def test_inner_trees_are_left_to_their_outer_tree_and_several_are_prefixed(walke
     model, layers = _model()
     draft = Module({"w": Tensor(0x9000, 16)})
     trees = pointers.parameter_spans([layers, model, draft, model])
-    assert trees == [("Module.", WANT), ("Module#2.", [(0x9000, 0x9010, "w")])]
-    (region, *_) = pointers.regions_of(trees)
+    assert trees == [("Module.", model, WANT), ("Module#2.", draft, [(0x9000, 0x9010, "w")])]
+    (region, *_) = pointers.regions_of([(prefix, spans) for prefix, _, spans in trees])
     assert (region.start, region.end, region.name) == (0x1000, 0x1100, "param:Module.embed")
     alone = [
         (0x3000, 0x3080, "0.weight"),
         (0x4000, 0x4020, "0.cache"),
         (0x2000, 0x2040, "1.weight"),
     ]
-    assert pointers.parameter_spans([layers]) == [("", alone)]  # alone, it is the tree
+    assert pointers.parameter_spans([layers]) == [("", layers, alone)]  # alone, the tree
 
 
 def test_a_tensor_that_raises_is_raised_to_the_caller(walker: str) -> None:

@@ -74,7 +74,7 @@ class Builder:
                         found = []
                 regions = regions_of(life.parameters) if life.parameters is not None else found
                 pointers = PointerMap(regions or [], spans)
-            life.parameters = None
+            # kept: the integrity check compares it with where the parameters are later
             self._build(life, pointers, segments)
 
     def _read_clone(self, life: Life) -> None:

@@ -29,9 +29,12 @@ class Calls:
         self._stopped = stopped
         self._local = threading.local()
 
-    def watch(self, prefixes: tuple[str, ...], handler: CallHandler) -> list[Subscription]:
+    def watch(
+        self, prefixes: tuple[str, ...], handler: CallHandler, exact: bool = False
+    ) -> list[Subscription]:
         """Subscriptions for every runtime and driver call whose name starts with one of
-        ``prefixes`` (version suffixes vary by CUDA release, so ids are found by name)."""
+        ``prefixes`` or, with ``exact``, is one of them but for its version suffix (suffixes
+        vary by CUDA release, so ids are found by name)."""
         api = cupti()
         out: list[Subscription] = []
         for domain, enum, runtime in (
@@ -39,7 +42,9 @@ class Calls:
             (api.CallbackDomain.DRIVER_API, api.driver_api_trace_cbid, False),
         ):
             wrapped = self._wrap(handler, runtime)
-            out += [(domain, cbid, wrapped) for cbid in callbacks.callback_ids(enum, prefixes)]
+            out += [
+                (domain, cbid, wrapped) for cbid in callbacks.callback_ids(enum, prefixes, exact)
+            ]
         return out
 
     def _wrap(self, handler: CallHandler, runtime: bool) -> callbacks.Handler:

@@ -21,6 +21,8 @@ from .. import callbacks, grab, sites
 from .._cuda import cupti
 from ..pointers import parameter_spans
 from .calls import Calls, Subscription
+from .failures import FailureWatch
+from .integrity import roots_of
 from .lives import Capture, Life, pool_id, rerecord_reason, shape_changes
 
 if TYPE_CHECKING:
@@ -54,6 +56,7 @@ class GraphWatch:
         self.last_of_site: dict[tuple[Any, ...], Life] = {}
         self.instantiating: dict[int, int] = {}  # thread id -> ns the instantiation began
         self.capturing = 0  # stream captures running
+        self.failures: FailureWatch | None = None  # told as captures begin and end
 
     def subscriptions(self, calls: Calls) -> list[Subscription]:
         api = cupti()
@@ -86,7 +89,9 @@ class GraphWatch:
         if exiting:
             code = callbacks.return_code(cbdata)
             if code and stream in self.captures:  # the capture never began
-                self.captures.pop(stream)
+                began = self.captures.pop(stream)
+                if self.failures is not None:
+                    self.failures.refused(began.site, code, callbacks.function_name(cbdata))
                 self._capture_done()
             return
         frame = sites.caller(1)
@@ -97,10 +102,14 @@ class GraphWatch:
             site=sites.site(frames.user_frame(frame)),
             capturer=sites.capturer(frame),
             program_site=sites.site(frames.program_frame(frame)),
+            stream=stream,
+            thread_id=threading.get_ident(),
         )
         _read_inputs(capture, frame)
         self.captures[stream] = capture
         self.capturing += 1
+        if self.capturing == 1 and self.failures is not None:
+            self.failures.capture_began()
         attribution = self.rec.attribution
         if self.capturing == 1 and attribution is not None:
             attribution.root_inputs = None
@@ -112,6 +121,8 @@ class GraphWatch:
         self.capturing = max(0, self.capturing - 1)
         if self.capturing == 0 and self.rec.attribution is not None:
             self.rec.attribution.deactivate()
+        if self.capturing == 0 and self.failures is not None:
+            self.failures.captures_over()
 
     def _capture_ends(self, cbdata: Any, exiting: bool) -> None:
         if not exiting:
@@ -121,6 +132,10 @@ class GraphWatch:
         if capture is None:
             return
         capture.ended_ns = time.perf_counter_ns()
+        if self.failures is not None:
+            self.failures.ended(
+                stream, capture, callbacks.return_code(cbdata), callbacks.function_name(cbdata)
+            )
         attribution = self.rec.attribution
         if capture.inputs is None and attribution is not None:
             capture.inputs = attribution.root_inputs
@@ -186,7 +201,14 @@ class GraphWatch:
             if life.nodes:
                 try:
                     roots = attribution.live_roots()
-                    life.parameters = parameter_spans(roots) if roots else None
+                    trees = parameter_spans(roots) if roots else []
+                    life.parameters = [(prefix, spans) for prefix, _, spans in trees] or None
+                    life.param_roots = roots_of(trees) or None
+                    # Buckets captured under the same parameters share one list: it is kept
+                    # for the integrity check, and a 3,200-tensor model's is 3,200 tuples.
+                    last = self.rec.lives[-1] if self.rec.lives else None
+                    if last is not None and last.parameters == life.parameters:
+                        life.parameters = last.parameters
                 except Exception:  # a module torn down mid-walk: named later, if still alive
                     life.parameters = None
         if capture is not None and life.nodes:

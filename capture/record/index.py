@@ -93,7 +93,12 @@ def process_info(pid: int, started_at: str) -> dict[str, Any]:
 
 
 def write_index(
-    rec: State, sampling: dict[str, Any], fallbacks: dict[str, Any], ended: bool = False
+    rec: State,
+    sampling: dict[str, Any],
+    fallbacks: dict[str, Any],
+    failures: list[dict[str, Any]],
+    stale: list[dict[str, Any]],
+    ended: bool = False,
 ) -> None:
     """Rewrite the process's ``recording.json``; a failure becomes a note, never an error."""
     process = rec.process
@@ -120,6 +125,8 @@ def write_index(
     doc["graphs"] = [entry(rec, life) for life in lives]
     doc["sampling"] = sampling
     doc["fallbacks"] = fallbacks
+    doc["capture_failures"] = failures
+    doc["stale_pointers"] = stale
     doc["notes"] = list(rec.notes)
     path = rec.folder / recording.INDEX_NAME
     try:

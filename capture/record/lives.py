@@ -12,12 +12,15 @@ from .. import grab
 from ..sampling import Replays
 
 if TYPE_CHECKING:
+    import weakref
+
     import networkx as nx
 
     from .. import sites
     from ..attribution import RawLabel
     from ..introspect import KernelReader
     from ..pointers import TreeSpans
+    from .integrity import Use
 
 LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
 
@@ -39,6 +42,8 @@ class Capture:
     ended_ns: int | None = None
     pool: tuple[int, ...] | None = None
     owner: Any = None  # weak reference to the torch.cuda.CUDAGraph, asked for its pool later
+    stream: int | None = None  # the stream captured
+    thread_id: int | None = None  # the thread that began it
 
     def key(self) -> tuple[Any, ...]:
         """What makes two captures the same site: a new graph there is a re-record.
@@ -76,6 +81,14 @@ class Life:
     # bundle is built later, when a program's model may be gone (a main() that returned) or
     # its weights reloaded elsewhere. Named Regions by the worker (pointers.regions_of).
     parameters: TreeSpans | None = None
+    # The trees they were named from (weakly), and where the built graph's pointers say its
+    # parameters began: what the integrity check compares with where they are now.
+    param_roots: list[tuple[str, weakref.ref[Any]]] | None = None
+    param_uses: dict[str, Use] | None = None
+    # name -> (first byte now, or -1 if gone; ns first seen moved; replays then), and the
+    # names filed as stale (integrity.py)
+    param_moved: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    param_filed: set[str] = field(default_factory=set)
     dot_tmp: Path | None = None
     bundle: str | None = None
     dot: str | None = None

@@ -88,6 +88,10 @@ class State:
         with self.lock:
             return list(self.lives)
 
+    def changed(self) -> None:
+        """Something the index shows changed: it is rewritten at the worker's next turn."""
+        self.dirty = True
+
     def note(self, text: str) -> None:
         if text not in self.notes and len(self.notes) < 100:
             self.notes.append(text)

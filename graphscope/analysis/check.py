@@ -15,7 +15,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..recording import Recording, process_label
-from .lifecycle import EAGER_SHARE_WARN_PCT, eager_share, site_text
+from .lifecycle import (
+    EAGER_SHARE_WARN_PCT,
+    eager_share,
+    failure_text,
+    site_text,
+    stale_text,
+)
 from .memory import pool_total
 
 
@@ -27,6 +33,8 @@ class Rules:
     checked: the other rules mean nothing on a recording that ends early.
     """
 
+    no_failed_captures: bool = True
+    no_stale_pointers: bool = True
     max_eager_share_pct: float | None = EAGER_SHARE_WARN_PCT  # as the catalog warns
     no_rerecord: bool = True
     no_skips: bool = True
@@ -36,6 +44,10 @@ class Rules:
     def describe(self) -> list[str]:
         """The rules in words, in the order they are checked."""
         out = ["complete"]
+        if self.no_failed_captures:
+            out.append("no failed stream capture")
+        if self.no_stale_pointers:
+            out.append("no graph replayed after a parameter it reads moved")
         if self.max_eager_share_pct is not None:
             out.append(f"eager share <= {self.max_eager_share_pct:g}%")
         if self.no_rerecord:
@@ -56,7 +68,8 @@ DEFAULT_RULES = Rules()
 class Violation:
     """One rule broken by one process: ``message`` is the line ``check`` prints."""
 
-    rule: str  # incomplete, eager-share, rerecord, skips, max-graphs, max-pool
+    # incomplete, failed-capture, stale-pointer, eager-share, rerecord, skips, max-graphs, max-pool
+    rule: str
     process: str  # "pid 622 (hf_generate.py)"
     graph: str | None  # the first graph at fault, where one is
     message: str
@@ -122,6 +135,17 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
         )
     elif status == "stopped":
         broke("incomplete", None, f"recording stopped: {rec.process.get('stop_reason')}")
+
+    if rules.no_failed_captures and rec.capture_failures:
+        texts = [failure_text(f) for f in rec.capture_failures]
+        more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
+        broke("failed-capture", None, f"a stream capture failed: {texts[0]}{more}")
+
+    if rules.no_stale_pointers:
+        read = [s for s in rec.stale_pointers if s.get("replays_since")]
+        if read:
+            more = f" (and {len(read) - 1} more)" if len(read) > 1 else ""
+            broke("stale-pointer", read[0]["graph"], f"{stale_text(read[0])}{more}")
 
     if rules.max_eager_share_pct is not None:
         share = eager_share(rec)

@@ -27,6 +27,57 @@ def site_text(site: Any) -> str | None:
     return text + (f" in {site['function']}" if site.get("function") else "")
 
 
+#: What the recorder's pointer check covers (capture/record/integrity.py).
+STALE_COVERAGE = (
+    "checked: pointers into the parameters and buffers of the modules each graph was captured "
+    "under; not checked: pointers into activations, caches and other allocator blocks"
+)
+
+
+def failure_text(f: dict[str, Any]) -> str:
+    """One failed capture (``RECORDING_CAPTURE_FAILURE``) in a sentence: which call broke it,
+    where in the program, and how the capture ended."""
+    capture = f.get("capture") or {}
+    began = site_text(capture.get("site"))
+    inside = f" inside the {capture.get('capturer') or 'stream'} capture" if capture else ""
+    inside += f" begun at {began}" if began else ""
+    if f.get("call"):
+        where = site_text(f.get("site"))
+        program = site_text(f.get("program_site"))
+        text = f"{f['call']} returned {f.get('error') or 'an error'}"
+        text += f" at {where}" if where else ""
+        text += f" (from {program})" if program and program != where else ""
+        text += f", module {f['module']}" if f.get("module") is not None else ""
+        text += f", thread {f['thread']}" if f.get("thread") else ""
+        text += f",{inside}" if inside else ""
+    else:
+        text = f"a capture{inside[len(' inside the') :] if capture else ''} failed"
+        text = (
+            f"the {capture.get('capturer') or 'stream'} capture begun at {began}" if began else text
+        )
+    ended = f.get("ended")
+    if ended is None:
+        return text + "; the capture had not ended when the recording did"
+    return f"{text}; {ended}" if ended != "never began" else f"{text}: the capture never began"
+
+
+def stale_text(s: dict[str, Any]) -> str:
+    """One stale pointer finding (``RECORDING_STALE_POINTER``) in a sentence."""
+    now = "is gone" if s.get("now") is None else f"moved to {s['now']:#x}"
+    nodes = s.get("nodes") or []
+    shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
+    text = (
+        f"{s['graph']} points at {s['buffer']} where it was, {s['was']:#x}; it {now} "
+        f"({s.get('pointers', len(nodes))} pointers of nodes {shown})"
+    )
+    since = s.get("replays_since", 0)
+    return text + (
+        f": the graph was replayed {since:,} times after, reading the old memory"
+        if since
+        else ": not replayed since"
+    )
+
+
 def _reason(g: dict[str, Any]) -> str:
     """Why a graph was recorded again, as its entry says, or as its inputs tell."""
     if g.get("rerecord_reason"):
@@ -177,6 +228,30 @@ def notes(recording: Recording) -> list[Note]:
                     "kernels launched eagerly between or instead of replays: a fallback to "
                     "eager, or work the graphs leave out (sampling, prefill)"
                 ],
+            )
+        )
+    failures = recording.capture_failures
+    if failures:
+        first = failures[0]
+        out.append(
+            Note(
+                "capture-failed",
+                "warning",
+                f"{len(failures)} stream capture(s) failed or were refused",
+                [failure_text(f) for f in failures[:10]]
+                + [f"  {line}" for line in (first.get("stack") or [])[:8]],
+            )
+        )
+    stale = recording.stale_pointers
+    if stale:
+        graphs_hit = sorted({s["graph"] for s in stale})
+        out.append(
+            Note(
+                "stale-pointers",
+                "warning",
+                f"{len(graphs_hit)} live graph(s) point at parameters that moved or went away "
+                "after they were made (a weight reload that rebinds storage)",
+                [stale_text(s) for s in stale[:10]] + [STALE_COVERAGE],
             )
         )
     skips = recording.fallbacks.get("inductor_cudagraph_skips")
