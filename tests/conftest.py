@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def samples() -> Path:
     """The repository's samples/ folder of real captures."""
     return SAMPLES
+
+
+@pytest.fixture
+def recording_with(tmp_path: Path) -> Any:
+    """``recording_with(**sections)``: a one-process recording index (pid 42, serve.py,
+    finished) with those top-level sections, written and read back through the reader."""
+    from graphscope import recording
+
+    def make(**sections: Any) -> recording.Recording:
+        doc = recording.new_document({"pid": 42, "status": "finished", "argv": ["serve.py"]}, {})
+        doc.update(sections)
+        path = tmp_path / recording.INDEX_NAME
+        path.write_text(recording.dumps_index(doc, path))
+        return recording.load_recording(path)
+
+    return make

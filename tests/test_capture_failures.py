@@ -145,14 +145,6 @@ def test_the_names_watched_are_exact_not_prefixes() -> None:
     assert set(callbacks.callback_ids(enum, ("cudaMemcpy",))) == {1, 2, 3}  # prefixes
 
 
-def _recording(tmp_path: Path, failure_list: list[dict[str, Any]]) -> recording.Recording:
-    doc = recording.new_document({"pid": 42, "status": "finished", "argv": ["serve.py"]}, {})
-    doc["capture_failures"] = failure_list
-    path = tmp_path / recording.INDEX_NAME
-    path.write_text(recording.dumps_index(doc, path))
-    return recording.load_recording(path)
-
-
 FAILURE = {
     "at_s": 1.5,
     "call": "cudaMemcpyAsync",
@@ -172,8 +164,8 @@ FAILURE = {
 }
 
 
-def test_check_names_the_call_the_line_the_module_and_the_capture(tmp_path: Path) -> None:
-    rec = _recording(tmp_path, [FAILURE, {**FAILURE, "at_s": 9.0}])
+def test_check_names_the_call_the_line_the_module_and_the_capture(recording_with: Any) -> None:
+    rec = recording_with(capture_failures=[FAILURE, {**FAILURE, "at_s": 9.0}])
     (violation,) = check([rec]).violations
     assert violation.rule == "failed-capture"
     assert violation.message == (
@@ -185,7 +177,7 @@ def test_check_names_the_call_the_line_the_module_and_the_capture(tmp_path: Path
     )
     (note,) = [n for n in notes(rec) if n.code == "capture-failed"]
     assert note.severity == "warning" and note.details[-1] == "  /srv/app/serve.py:60 in main"
-    assert check([_recording(tmp_path, [])]).violations == []
+    assert check([recording_with(capture_failures=[])]).violations == []
 
 
 def test_a_failure_of_the_wrong_shape_is_refused_naming_the_field(tmp_path: Path) -> None:

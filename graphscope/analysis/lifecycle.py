@@ -239,6 +239,7 @@ def notes(recording: Recording) -> list[Note]:
                 "warning",
                 f"{len(failures)} stream capture(s) failed or were refused",
                 [failure_text(f) for f in failures[:10]]
+                + (["the first one's Python stack, innermost first:"] if first.get("stack") else [])
                 + [f"  {line}" for line in (first.get("stack") or [])[:8]],
             )
         )
@@ -249,8 +250,8 @@ def notes(recording: Recording) -> list[Note]:
             Note(
                 "stale-pointers",
                 "warning",
-                f"{len(graphs_hit)} live graph(s) point at parameters that moved or went away "
-                "after they were made (a weight reload that rebinds storage)",
+                f"{len(graphs_hit)} graph(s) kept pointing at parameters that moved or went "
+                "away while they lived (a weight reload that rebinds storage)",
                 [stale_text(s) for s in stale[:10]] + [STALE_COVERAGE],
             )
         )
