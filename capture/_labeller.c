@@ -7,7 +7,8 @@
  * its unrecorded time. Here the same walk runs in C on CPython's public frame API, and the
  * process's one CUPTI subscription calls this file's `callback` first: while labelling is on
  * it answers GRAPHNODE_CREATED itself and hands every other callback, unchanged, to the
- * subscriber's ctypes trampoline (callbacks.py), which calls Python's handlers.
+ * subscriber's ctypes trampoline (callbacks.py), which calls Python's handlers; the gated
+ * ones (below) only while a stream capture runs.
  *
  * A label is a tuple appended to a Python list, converted to a Label dict later, off the
  * program's path: (node id, module or None, op (None here), code object or None, line,
@@ -44,6 +45,15 @@ static node_id_fn get_node_id; /* libcupti's cuptiGetGraphNodeId */
 static int node_domain = -1;
 static uint32_t node_cbid;
 static volatile int labelling; /* read without the GIL first, again with it */
+
+/* Gated callbacks (the calls that may break a stream capture, capture/record/failures.py)
+ * stay enabled in CUPTI for the whole run and are dropped here while no capture runs: turning
+ * them on and off in CUPTI at each capture cost far more than the capture, and handing each
+ * synchronize of a program's loop to Python would cost the loop. Indexed [domain][cbid]. */
+#define GATED_DOMAINS 4
+#define GATED_IDS 2048
+static unsigned char gated[GATED_DOMAINS][GATED_IDS];
+static volatile int capturing; /* stream captures running, as the recorder counts them */
 
 /* Set by start(), cleared by stop(); touched only with the GIL held. */
 static PyObject *sink;        /* list: the label tuples */
@@ -291,8 +301,37 @@ callback(void *userdata, int domain, uint32_t cbid, const void *data)
         if (handled)
             return;
     }
+    if (!capturing && domain >= 0 && domain < GATED_DOMAINS && cbid < GATED_IDS &&
+        gated[domain][cbid])
+        return;
     if (forward != NULL)
         forward(userdata, domain, cbid, data);
+}
+
+static PyObject *
+gate(PyObject *self, PyObject *args)
+{
+    int domain, on = 1;
+    unsigned int cbid;
+    if (!PyArg_ParseTuple(args, "iI|p", &domain, &cbid, &on))
+        return NULL;
+    if (domain < 0 || domain >= GATED_DOMAINS || cbid >= GATED_IDS) {
+        PyErr_Format(PyExc_ValueError, "gate: callback %u of domain %d is out of range", cbid,
+                     domain);
+        return NULL;
+    }
+    gated[domain][cbid] = (unsigned char)on;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+set_capturing(PyObject *self, PyObject *args)
+{
+    int count;
+    if (!PyArg_ParseTuple(args, "i", &count))
+        return NULL;
+    capturing = count;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -373,6 +412,11 @@ static PyMethodDef methods[] = {
      "created from now on"},
     {"stop", stop, METH_NOARGS, "stop(): forward GRAPHNODE_CREATED again, and drop the references"},
     {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
+    {"gate", gate, METH_VARARGS,
+     "gate(domain, cbid, on=True): pass this callback on only while a stream capture runs "
+     "(on), or always (off)"},
+    {"capturing", set_capturing, METH_VARARGS,
+     "capturing(count): how many stream captures run now (gated callbacks pass while > 0)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -187,3 +187,80 @@ def test_a_failure_of_the_wrong_shape_is_refused_naming_the_field(tmp_path: Path
     path.write_text(json.dumps(doc))
     with pytest.raises(recording.InputError, match=r"capture_failures\[0\]"):
         recording.load_recording(path)
+
+
+class _Native:
+    """Stands for the C labeller's gate."""
+
+    def __init__(self) -> None:
+        self.gated: set[tuple[int, int]] = set()
+        self.now = -1
+
+    def gate(self, domain: int, cbid: int, on: bool = True) -> None:
+        (self.gated.add if on else self.gated.discard)((domain, cbid))
+
+    def capturing(self, count: int) -> None:
+        self.now = count
+
+
+class _Subscriber:
+    def __init__(self, natively: bool) -> None:
+        self.labels_natively = natively
+        self.enabled: list[tuple[int, int]] = []
+
+    def on(self, domain: int, cbid: int, handler: Any, on_error: Any) -> None:
+        self.enabled.append((domain, cbid))
+
+    def off(self, domain: int, cbid: int, handler: Any) -> None:
+        self.enabled.remove((domain, cbid))
+
+
+SUBSCRIPTIONS = [(2, 131, None), (1, 245, None)]  # what Calls.watch finds on a GPU
+
+
+@pytest.mark.parametrize("natively", [True, False])
+def test_watched_calls_are_asked_once_and_gated_or_asked_at_each_capture(
+    watch: Any, monkeypatch: pytest.MonkeyPatch, natively: bool
+) -> None:
+    native, sub = _Native(), _Subscriber(natively)
+    monkeypatch.setattr(callbacks, "native_labeller", lambda: native)
+    monkeypatch.setattr(callbacks, "subscriber", lambda: sub)
+    monkeypatch.setattr(watch._calls, "watch", lambda names, handler, exact: SUBSCRIPTIONS)
+    watched = {(d, c) for d, c, _ in SUBSCRIPTIONS}
+    watch.start()
+    if natively:  # for the whole run, dropped in C while no capture runs
+        assert set(sub.enabled) == watched and native.gated == watched and native.now == 0
+        watch.capture_began()
+        assert native.now == 1 and set(sub.enabled) == watched
+        watch.captures_over()
+        assert native.now == 0 and set(sub.enabled) == watched
+    else:  # without the C callback, CUPTI is asked at each capture
+        assert sub.enabled == [] and native.gated == set()
+        watch.capture_began()
+        assert set(sub.enabled) == watched
+        watch.captures_over()
+        assert sub.enabled == []
+    watch.stop()
+    assert sub.enabled == [] and native.gated == set()
+
+
+def test_the_recorded_sample_names_the_read_back_that_broke_its_capture(samples: Path) -> None:
+    """samples/recordings/capture-fails: capture_fails.py recorded on the H200. Its layer's
+    .item() synchronized the capturing stream; the capture after it, with the scale kept on
+    the GPU, is an ordinary graph."""
+    (rec,) = recording.load_recordings(samples / "recordings" / "capture-fails")
+    (failure,) = rec.capture_failures
+    source = Path(failure["site"]["file"]).name
+    assert (failure["call"], source, failure["module"]) == (
+        "cudaStreamSynchronize",
+        "capture_fails.py",
+        "layers.0",
+    )
+    assert failure["stream"] == failure["capture"]["stream"]
+    assert failure["ended"].endswith("cudaErrorStreamCaptureInvalidated (901)")
+    (violation,) = check([rec]).violations
+    assert (
+        violation.rule == "failed-capture" and "capture_fails.py:31 in forward" in violation.message
+    )
+    (graph,) = rec.graphs
+    assert graph["replays"] == 30 and graph["site"]["line"] == failure["capture"]["site"]["line"]

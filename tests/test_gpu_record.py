@@ -120,9 +120,10 @@ def test_a_capture_broken_by_a_read_back_names_the_call_its_line_and_its_module(
     fault = 1 + next(i for i, text in enumerate(source) if ".item()" in text and "scale =" in text)
     began = 1 + next(i for i, text in enumerate(source) if "with torch.cuda.graph(graph)" in text)
     (failure,) = rec.capture_failures
-    # .item() copies to pageable memory, then synchronizes: the copy is the first to fail
-    assert failure["call"] == "cudaMemcpyAsync", failure
+    # .item() copies asynchronously, then synchronizes the capturing stream: that fails
+    assert failure["call"] == "cudaStreamSynchronize", failure
     assert failure["error"] == "cudaErrorStreamCaptureUnsupported (900)", failure
+    assert failure["stream"] == failure["capture"]["stream"], failure
     assert failure["site"]["file"].endswith("capture_fails.py"), failure
     assert failure["site"]["line"] == fault and failure["module"] == "layers.0", failure
     assert failure["thread"] == "MainThread"

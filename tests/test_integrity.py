@@ -147,3 +147,26 @@ def test_check_fails_a_graph_replayed_after_its_weights_moved_and_notes_the_rest
 @pytest.fixture
 def model() -> Module:
     return _model()
+
+
+def test_a_move_noted_while_the_graph_lived_is_filed_after_it_and_its_model_are_gone() -> None:
+    """The program's end drops the graph and the model before the worker has built the
+    graph: what was noted while they lived is still filed."""
+    model = _model()
+    life = _life(model)
+    graph, life.graph = life.graph, None
+    check_ = IntegrityCheck()
+    model._parameters["embed"] = Tensor(0x8000, 64)
+    life.replays = 3
+    assert check_.run([life], 10) == []
+    life.destroyed_ns, life.replays = 50, 40
+    del model
+    gc.collect()
+    life.graph = graph
+    (stale,) = check_.run([life], 60)
+    assert (stale.buffer, stale.now, stale.at_ns, stale.replays_at) == (
+        "param:embed",
+        0x8000,
+        10,
+        3,
+    )

@@ -215,3 +215,23 @@ def test_a_failure_is_reported_and_never_reaches_the_caller(labeller: Any, tmp_p
 def test_install_refuses_null_functions() -> None:
     with pytest.raises(ValueError, match="null function"):
         native.install(0, 0, DOMAIN, NODE_CREATED)
+
+
+def test_gated_callbacks_pass_on_only_while_a_capture_runs(labeller: Any) -> None:
+    """The calls that may break a capture stay enabled in CUPTI; the C callback drops them
+    while no capture runs (capture/record/failures.py)."""
+    watched, other = NODE_CREATED + 5, NODE_CREATED + 6
+    native.gate(DOMAIN, watched)
+    try:
+        native.capturing(0)
+        labeller.fire(cbid=watched)  # no capture: dropped in C
+        native.capturing(1)
+        labeller.fire(cbid=watched)  # a capture runs: passed on
+        native.capturing(0)
+        labeller.fire(cbid=other)  # never gated: passed on
+    finally:
+        native.gate(DOMAIN, watched, False)
+    labeller.fire(cbid=watched)  # ungated: passed on
+    assert [c for _, c, _ in labeller.forwarded] == [watched, other, watched]
+    with pytest.raises(ValueError, match="out of range"):
+        native.gate(99, 1)

@@ -12,9 +12,11 @@ since the program may crash or hang next. A capture the driver refuses to begin 
 same way, and a capture that ends invalidated says how it ended, with its first offending call
 or, where no watched call failed, that graphscope saw none (never a guess).
 
-The watched calls are asked of CUPTI only while a capture runs: outside captures a program
-makes them every step (a synchronize, a blocking copy), and a Python callback for each would
-cost its loop.
+Outside captures a program makes these calls every step (a synchronize, a blocking copy), and
+a Python callback for each would cost its loop. Where the C labeller is CUPTI's callback (the
+usual install), they are asked of CUPTI once, as recording starts, and the C callback drops
+them while no capture runs. Without it they are asked of CUPTI as each capture begins and
+given back as it ends, which costs each capture (docs/RECORD.md).
 """
 
 from __future__ import annotations
@@ -41,15 +43,10 @@ if TYPE_CHECKING:
 
 #: Calls that may not run inside a stream capture in CUDA's global or thread-local mode (the
 #: CUDA programming guide's "prohibited and unhandled operations"), by name without CUPTI's
-#: version suffix: synchronisation, queries, blocking copies and sets, allocation; and the
-#: asynchronous copies, which fail inside a capture when host memory is pageable (torch's
-#: ``.item()`` copies to pageable memory, then synchronizes: the copy is the first to fail).
+#: version suffix: synchronisation, queries, blocking copies and sets, allocation. (torch's
+#: ``.item()`` copies asynchronously, then synchronizes: on the H200 the synchronize is what
+#: returned the error, ``tests/record_programs/capture_fails.py``.)
 UNSAFE_CALLS = (
-    "cudaMemcpyAsync",
-    "cudaMemcpy2DAsync",
-    "cuMemcpyAsync",
-    "cuMemcpyHtoDAsync",
-    "cuMemcpyDtoHAsync",
     "cudaDeviceSynchronize",
     "cudaThreadSynchronize",
     "cudaStreamSynchronize",
@@ -195,34 +192,66 @@ class FailureWatch:
         self._subscriptions: list[Subscription] | None = None  # found at the first capture
         self._on_error = on_error
         self._watching = False
+        self._gate: Any = None  # the C labeller, where it gates the watched calls
         self._skip = (str(Path(__file__).resolve().parents[1]) + "/",)
 
     # -- while a capture runs -------------------------------------------------------------
 
+    def start(self) -> None:
+        """As recording starts: where the C callback can gate them, ask CUPTI for the watched
+        calls once, for the whole run."""
+        native = callbacks.native_labeller()
+        if native is None or not callbacks.subscriber().labels_natively:
+            return  # asked for at each capture instead
+        self._gate = native
+        native.capturing(0)
+        self._watch(gated=True)
+
+    def stop(self) -> None:
+        """As recording stops."""
+        self._unwatch()
+        self._gate = None
+
     def capture_began(self) -> None:
         """The first capture running began: watch the calls that may break it."""
-        if self._watching or self.rec.stopped:
+        if self.rec.stopped:
             return
+        if self._gate is not None:
+            self._gate.capturing(1)
+        elif not self._watching:
+            self._watch(gated=False)
+
+    def captures_over(self) -> None:
+        """No capture runs any more."""
+        if self._gate is not None:
+            self._gate.capturing(0)
+        elif self._watching:
+            self._unwatch()
+
+    def _watch(self, gated: bool) -> None:
         sub = callbacks.subscriber()
         try:
             if self._subscriptions is None:
                 self._subscriptions = self._calls.watch(UNSAFE_CALLS, self._call, exact=True)
             self._watching = True
             for domain, cbid, handler in self._subscriptions:
+                if gated:  # before CUPTI is asked: never handed on outside a capture
+                    self._gate.gate(domain, cbid)
                 sub.on(domain, cbid, handler, self._on_error)
-        except CaptureError as exc:
+        except (CaptureError, ValueError) as exc:
             self._unwatch()
+            self._gate = None
             self.rec.note(f"the calls that break a capture are not watched: {exc}")
 
-    def captures_over(self) -> None:
-        """No capture runs any more."""
-        if self._watching:
-            self._unwatch()
-
     def _unwatch(self) -> None:
+        if not self._watching:
+            return
         sub = callbacks.subscriber()
         for domain, cbid, handler in self._subscriptions or ():
             sub.off(domain, cbid, handler)
+            if self._gate is not None:
+                with contextlib.suppress(ValueError):
+                    self._gate.gate(domain, cbid, False)
         self._watching = False
 
     def _call(self, cbdata: Any, exiting: bool) -> None:

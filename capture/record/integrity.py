@@ -94,7 +94,7 @@ class IntegrityCheck:
         self._then: dict[int, tuple[Any, dict[str, int]]] = {}  # id(spans) -> name -> start
 
     def run(self, lives: list[Life], now_ns: int) -> list[Stale]:
-        """Check every undestroyed graph; the findings new since the last run.
+        """Check every graph; the findings new since the last run.
 
         A move is noted when it is first seen, graph built or not (the worker builds while the
         program rests, and a serving loop may not rest until it ends); it is filed once the
@@ -103,22 +103,24 @@ class IntegrityCheck:
         moved_by: dict[int, dict[str, int]] = {}  # id(spans) -> moved name -> start now
         new: list[Stale] = []
         for life in lives:
-            if life.destroyed_ns is not None or not life.parameters or not life.param_roots:
+            if not life.parameters or not life.param_roots:
                 continue
-            key = id(life.parameters)
-            if key not in moved_by:
-                now = _where_now(life.param_roots, walked)
-                if now is None:  # a tree gone (the program ending) or torn mid-walk
-                    continue
-                then = self._names(life.parameters)
-                moved_by[key] = {
-                    name: now.get(name, -1)
-                    for name, start in then.items()
-                    if now.get(name) != start
-                }
-            for name, where in moved_by[key].items():
-                if name not in life.param_moved:
-                    life.param_moved[name] = (where, now_ns, life.replays)
+            if life.destroyed_ns is None:  # moves are noted while the graph lives
+                key = id(life.parameters)
+                if key not in moved_by:
+                    now = _where_now(life.param_roots, walked)
+                    then = self._names(life.parameters)
+                    # None: a tree gone (the program ending) or torn mid-walk: nothing new
+                    moved_by[key] = (
+                        {}
+                        if now is None
+                        else {n: now.get(n, -1) for n, first in then.items() if now.get(n) != first}
+                    )
+                for name, where in moved_by[key].items():
+                    if name not in life.param_moved:
+                        life.param_moved[name] = (where, now_ns, life.replays)
+            # and filed once the graph is built, even if it is gone by then (the program's
+            # last replays came before it dropped the graph, and the worker builds late)
             if not life.param_moved or life.graph is None:
                 continue
             if life.param_uses is None:

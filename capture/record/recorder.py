@@ -93,6 +93,7 @@ class Recorder(State):
                 sub.on(domain, cbid, handler, self._failed)
                 self._subscribed.append((domain, cbid, handler))
             self.launches.start()
+            self.failures.start()
         except CaptureError:
             self._unsubscribe()
             raise
@@ -108,6 +109,8 @@ class Recorder(State):
             with contextlib.suppress(Exception):
                 sub.off(domain, cbid, handler)
         self._subscribed = []
+        with contextlib.suppress(Exception):
+            self.failures.stop()
 
     def finish(self) -> None:
         """Stop recording, build what is left, write final bundles and the index. Idempotent."""
