@@ -218,6 +218,15 @@ def allocated_in(segments: list[dict[str, Any]], pool: tuple[int, ...]) -> int:
     return sum(s["total_size"] for s in segments if tuple(s.get("segment_pool_id") or ()) == pool)
 
 
+def active_in(segments: list[dict[str, Any]], pool: tuple[int, ...] | None = None) -> int | None:
+    """Bytes in use (``active_size``) of the segments of a graph pool, or of all segments;
+    None where the snapshot does not say (an older torch)."""
+    chosen = [s for s in segments if pool is None or tuple(s.get("segment_pool_id") or ()) == pool]
+    sizes = [s.get("active_size") for s in chosen]
+    known = [size for size in sizes if isinstance(size, int)]
+    return sum(known) if len(known) == len(sizes) else None
+
+
 def live_models(torch: Any) -> list[tuple[str, Any]]:
     """The outermost ``nn.Module`` trees alive in the process that hold CUDA tensors.
 

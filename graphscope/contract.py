@@ -651,7 +651,14 @@ RECORDING_GRAPH = Record(
         "nodes": _OPTIONAL_COUNT,
         "kernels": _OPTIONAL_COUNT,
         "pool": Maybe(
-            Record({"id": Maybe(ListOf(COUNT)), "bytes": _OPTIONAL_COUNT, "shared_with": TEXTS})
+            Record(
+                {
+                    "id": Maybe(ListOf(COUNT)),
+                    "bytes": _OPTIONAL_COUNT,  # reserved: the pool's segments
+                    "active_bytes": _OPTIONAL_COUNT,  # of those, in use
+                    "shared_with": TEXTS,
+                }
+            )
         ),
         "inputs": Maybe(ListOf(Record({"input": COUNT, "shape": _SHAPE, "dtype": _OPTIONAL_TEXT}))),
         "batch": _OPTIONAL_COUNT,  # the batch size the inputs' shapes say it serves
@@ -707,6 +714,10 @@ RECORDING_SAMPLING = Record(
 )
 #: Where torch says it ran a function without CUDA graphs.
 RECORDING_FALLBACKS = Record({"inductor_cudagraph_skips": COUNT, "reasons": TEXTS})
+#: What torch's allocator held in all (every pool and the rest) at the recorder's last read.
+RECORDING_MEMORY = Record(
+    {"reserved_bytes": COUNT, "active_bytes": _OPTIONAL_COUNT, "at_s": _OPTIONAL_NUMBER}
+)
 #: A parameter a live graph points into that moved or went away after the graph was made.
 RECORDING_STALE_POINTER = Record(
     {

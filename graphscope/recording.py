@@ -26,6 +26,7 @@ from .contract import (
     RECORDING_CAPTURE_FAILURE,
     RECORDING_FALLBACKS,
     RECORDING_GRAPH,
+    RECORDING_MEMORY,
     RECORDING_PROCESS,
     RECORDING_SAMPLING,
     RECORDING_STALE_POINTER,
@@ -115,6 +116,8 @@ class Recording:
     capture_failures: list[dict[str, Any]] = field(default_factory=list)
     # RECORDING_STALE_POINTER each: parameters live graphs point into that moved since
     stale_pointers: list[dict[str, Any]] = field(default_factory=list)
+    # RECORDING_MEMORY: the allocator's totals at the last read (empty in older recordings)
+    memory: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -197,6 +200,8 @@ def from_document(doc: Any, path: Path) -> Recording:
     for entry in stale:
         entry.setdefault("replays_since", 0)
         entry.setdefault("nodes", [])
+    memory: dict[str, Any] = doc.get("memory") or {}
+    check(memory, RECORDING_MEMORY, path, "memory")
     return Recording(
         path=path,
         process=process,
@@ -207,6 +212,7 @@ def from_document(doc: Any, path: Path) -> Recording:
         notes=list(notes or []),
         capture_failures=failures,
         stale_pointers=stale,
+        memory=memory,
     )
 
 
@@ -328,6 +334,7 @@ def new_document(process: dict[str, Any], settings: dict[str, Any]) -> dict[str,
         "fallbacks": {},
         "capture_failures": [],
         "stale_pointers": [],
+        "memory": {},
         "notes": [],
     }
 

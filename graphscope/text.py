@@ -304,7 +304,17 @@ def render_ledger(book: Ledger | None, w: Write) -> None:
     if not book.pools:
         w(f"  memory: no pool recorded for {', '.join(book.unknown)} (pools are torch's)\n")
         return
-    w(f"  memory: {len(book.pools):,} pool(s), {mib(book.total_bytes)} in all\n")
+    active = book.active_bytes
+    in_use = f" ({mib(active)} in use)" if active is not None else ""
+    w(f"  memory: {len(book.pools):,} pool(s), {mib(book.total_bytes)} in all{in_use}\n")
+    if book.process_reserved:
+        share = 100 * book.total_bytes / book.process_reserved
+        used = f" ({mib(book.process_active)} in use)" if book.process_active is not None else ""
+        when = f" at {book.process_at_s:.1f} s" if book.process_at_s is not None else ""
+        w(
+            f"    the process's torch allocator reserved {mib(book.process_reserved)}{used}{when}: "
+            f"graph pools are {share:.0f}% of it\n"
+        )
     for p in book.pools:
         held = ", ".join(
             g + (f" (batch {b})" if b is not None else "")
@@ -314,7 +324,8 @@ def render_ledger(book: Ledger | None, w: Write) -> None:
             frees = f"shared: freed only once all {len(p.graphs)} graphs are gone"
         else:
             frees = "private: dropping its graph frees it"
-        w(f"    pool {','.join(map(str, p.pool))}  {mib(p.bytes)}  {held}; {frees}\n")
+        used = f" ({mib(p.active_bytes)} in use)" if p.active_bytes is not None else ""
+        w(f"    pool {','.join(map(str, p.pool))}  {mib(p.bytes)}{used}  {held}; {frees}\n")
     own = {b: n for b, n in book.frees_by_batch.items() if n}
     if own:
         freed = ", ".join(f"batch {b}: {mib(n)}" for b, n in own.items())

@@ -445,6 +445,12 @@ def _text(driver: Any, element_id: str) -> str:
     return str(found[0].text) if found else ""
 
 
+def _width(ranges: Any) -> float:
+    """The width of the x range of ``_RANGES``' answer."""
+    (x0, x1), _ = ranges
+    return float(x1 - x0)
+
+
 def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
     """The 10,780-node sample: labels, search steps that move the view, a link that
     restores the node after a reload, and the arrow keys along its edges."""
@@ -479,10 +485,11 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
         browser.find_element(By.ID, "next").click()
         wait.until(lambda d: _text(d, "match-count") == "2 of 224")
         wait.until(lambda d: "sdpa" in _text(d, "node-title"))
-        # The view moved to the match and zoomed in on it.
+        # The view moved to the match and zoomed in on it. Waited for, not read at the first
+        # change of range: the view may pan before it zooms (CI once read the pan alone).
+        width = before[0][1] - before[0][0]
         wait.until(lambda d: d.execute_script(_RANGES)[0] != before[0])
-        (x0, x1), _ = browser.execute_script(_RANGES)
-        assert x1 - x0 < before[0][1] - before[0][0]
+        wait.until(lambda d: _width(d.execute_script(_RANGES)) < width)
         assert browser.execute_script("return document.getElementById('node-panel').scrollTop") == 0
         shared = browser.current_url
         node = shared.split("node=")[1]

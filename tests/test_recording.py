@@ -455,6 +455,40 @@ def test_the_memory_ledger_says_what_each_pool_holds_and_what_dropping_a_batch_f
     out = capsys.readouterr().out
     assert "memory: 3 pool(s), 6.0 MiB in all" in out
     assert "dropping every graph of one batch size frees  batch 1: 3.0 MiB" in out
+    assert "in use" not in out and "allocator reserved" not in out  # the recording lacks both
+
+
+def test_the_ledger_sets_the_pools_against_all_the_process_reserved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Recordings made since the recorder writes them: each pool's bytes in use, and the
+    allocator's totals, which the pools are a share of."""
+    from graphscope.analysis.memory import ledger
+
+    copy = tmp_path / "totals"
+    shutil.copytree(RECORDINGS / "torch-buckets", copy)
+    (index,) = copy.glob("pid*/recording.json")
+    doc = json.loads(index.read_text())
+    for g, active in zip(doc["graphs"], (30, 20, 10), strict=True):  # one shared pool, read 3x
+        g["pool"]["active_bytes"] = active << 20
+    doc["graphs"][0]["pool"]["bytes"] = 40 << 20  # the largest reading, and its bytes in use
+    doc["memory"] = {"reserved_bytes": 160 << 20, "active_bytes": 100 << 20, "at_s": 12.5}
+    index.write_text(json.dumps(doc))
+    (rec,) = load_recordings(copy)
+    book = ledger(rec)
+    assert book.total_bytes == 40 << 20 and book.active_bytes == 30 << 20
+    assert (book.process_reserved, book.process_active) == (160 << 20, 100 << 20)
+    assert main(["inspect", str(copy)]) == 0
+    out = capsys.readouterr().out
+    assert "memory: 1 pool(s), 40.0 MiB in all (30.0 MiB in use)" in out
+    assert (
+        "the process's torch allocator reserved 160.0 MiB (100.0 MiB in use) at 12.5 s: graph "
+        "pools are 25% of it" in out
+    )
+    doc["memory"] = {"reserved_bytes": "lots"}
+    index.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="memory"):
+        load_recordings(copy)
 
 
 def test_inspect_names_the_run_s_processes_that_used_cuda_unrecorded(

@@ -20,6 +20,7 @@ from ..environment import now_iso
 from ..pointers import (
     PointerMap,
     Region,
+    active_in,
     allocated_in,
     live_models,
     parameter_regions,
@@ -60,6 +61,11 @@ class Builder:
             try:
                 segments = torch.cuda.memory_snapshot()
                 spans = segment_regions(segments)
+                self.rec.memory = {
+                    "reserved_bytes": sum(s["total_size"] for s in segments),
+                    "active_bytes": active_in(segments),
+                    "at_s": self.rec.since_s(time.perf_counter_ns()),
+                }
             except Exception as exc:  # pointers go unnamed; the graphs are still worth having
                 segments, spans = [], None
                 rec.note(f"could not read the allocator's memory map: {exc}")
@@ -117,6 +123,7 @@ class Builder:
                         capture.pool = tuple(int(x) for x in owner.pool())
             if capture is not None and capture.pool is not None:
                 life.pool_bytes = allocated_in(segments, capture.pool)
+                life.pool_active_bytes = active_in(segments, capture.pool)
             G.graph.update(self._metadata(life))
             life.graph = G
             life.dot = f"{life.id}.dot"

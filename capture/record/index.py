@@ -39,7 +39,12 @@ def entry(rec: State, life: Life) -> dict[str, Any]:
             and other.capture is not None
             and other.capture.pool == capture.pool
         ]
-        pool = {"id": list(capture.pool), "bytes": life.pool_bytes, "shared_with": shared}
+        pool = {
+            "id": list(capture.pool),
+            "bytes": life.pool_bytes,
+            "active_bytes": life.pool_active_bytes,
+            "shared_with": shared,
+        }
     return {
         "id": life.id,
         "bundle": life.bundle,
@@ -127,6 +132,7 @@ def write_index(
     doc["fallbacks"] = fallbacks
     doc["capture_failures"] = failures
     doc["stale_pointers"] = stale
+    doc["memory"] = dict(rec.memory)
     doc["notes"] = list(rec.notes)
     path = rec.folder / recording.INDEX_NAME
     try:

@@ -110,6 +110,7 @@ class Life:
     rerecord_reason: str | None = None
     shape_changes: list[ShapeChange] = field(default_factory=list)
     pool_bytes: int | None = None
+    pool_active_bytes: int | None = None  # of those, in use when it was read
     attributed: int | None = None
     graph: nx.DiGraph | None = None  # the built graph, kept to rewrite with timing
     # A graph built without stream capture (XLA's command buffers, cudaGraphAdd*): the

@@ -56,6 +56,8 @@ class State:
         self.index_written_ns = 0
         self.last_grab_ns = 0
         self.process: dict[str, Any] = {}
+        # What torch's allocator held in all at the worker's last read (RECORDING_MEMORY).
+        self.memory: dict[str, Any] = {}
         # What observers read from the program, set as recording starts.
         self.torch: Any = None
         self.attribution: Attribution | None = None

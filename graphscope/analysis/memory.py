@@ -1,5 +1,5 @@
-"""A process's graph memory, as a ledger: each pool, the graphs in it, and what dropping a
-graph or a batch size would free (issue 26, part 5, from what recordings hold today).
+"""A process's graph memory, as a ledger: each pool, the graphs in it, what dropping a graph
+or a batch size would free, and the pools against all the process's allocator reserved.
 
 A graph's memory is its pool: the allocator's private pool torch gives a capture, which
 graphs can share (SGLang's and Inductor's all share one; ``torch.cuda.graph(pool=...)``).
@@ -21,9 +21,10 @@ class Pool:
     """One memory pool and the graphs that hold it."""
 
     pool: list[Any]  # its id as the recording gives it (or the graph's id, for a lone one)
-    bytes: int
+    bytes: int  # reserved: the pool's segments, at its largest reading
     graphs: list[str]
     batches: list[Any]  # each graph's batch, in the same order (None where unknown)
+    active_bytes: int | None = None  # in use at that reading, where the recording says
 
     @property
     def shared(self) -> bool:
@@ -40,9 +41,21 @@ class Ledger:
     # no graph of another batch shares).
     frees_by_batch: dict[str, int] = field(default_factory=dict)
     unknown: list[str] = field(default_factory=list)  # graphs whose pool the recording lacks
+    # What torch's allocator held in all at the recorder's last read (recordings made since
+    # it was written down): reserved and in use, and when (seconds into the recording).
+    process_reserved: int | None = None
+    process_active: int | None = None
+    process_at_s: float | None = None
+
+    @property
+    def active_bytes(self) -> int | None:
+        """Bytes in use in every pool, where each pool's reading says."""
+        known = [p.active_bytes for p in self.pools if p.active_bytes is not None]
+        return sum(known) if self.pools and len(known) == len(self.pools) else None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["active_bytes"] = self.active_bytes
         for pool, entry in zip(self.pools, out["pools"], strict=True):
             entry["shared"] = pool.shared
         return out
@@ -59,9 +72,17 @@ def ledger(recording: Recording) -> Ledger:
             continue
         ident = list(pool.get("id") or [g["id"]])
         entry = pools.setdefault(tuple(ident), Pool(ident, 0, [], []))
-        entry.bytes = max(entry.bytes, pool["bytes"])
+        if pool["bytes"] >= entry.bytes:  # the largest reading, and what was in use then
+            entry.bytes = pool["bytes"]
+            active = pool.get("active_bytes")
+            entry.active_bytes = active if isinstance(active, int) else None
         entry.graphs.append(g["id"])
         entry.batches.append(g.get("batch"))
+    memory = recording.memory
+    if isinstance(memory.get("reserved_bytes"), int):
+        out.process_reserved = memory["reserved_bytes"]
+        out.process_active = memory.get("active_bytes")
+        out.process_at_s = memory.get("at_s")
     out.pools = sorted(pools.values(), key=lambda p: (-p.bytes, p.graphs))
     out.total_bytes = sum(p.bytes for p in out.pools)
     batches = {str(b) for p in out.pools for b in p.batches if b is not None}
