@@ -400,3 +400,29 @@ def test_the_subscriber_hands_each_callback_to_its_handlers_and_keeps_their_erro
     assert seen == [0x1234] and [str(e) for e in errors] == ["planted"]
     sub._dispatch(None, 3, 7, SimpleNamespace(ptr=5))  # cupti-python's own delivery
     assert seen == [0x1234, 5] and len(errors) == 2
+
+
+def test_a_skip_message_keeps_the_line_torch_says_caused_it() -> None:
+    """torch.compile's skip messages, as cudagraph_utils formats them: the first line alone
+    said 'mutated inputs (1 instances)' and not where (issue 26)."""
+    from graphscope.capture.record.skips import reason_text
+
+    mutated = (
+        "skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
+        '   File "/srv/app/serve.py", line 40, in step\n'
+        "    out = model(x)\n"
+        '  File "/srv/app/model.py", line 31, in forward\n'
+        "    self.cache.add_(x)\n"
+    )
+    assert reason_text(mutated) == (
+        "skipping cudagraphs due to mutated inputs (1 instances): model.py:31 in forward: "
+        "self.cache.add_(x)"
+    )
+    storage = (
+        "skipping cudagraphs due to mutated input storage. Found from:\n"
+        ' File "/a/b.py", line 3, in f\n'
+    )
+    assert reason_text(storage) == "skipping cudagraphs due to mutated input storage: b.py:3 in f"
+    assert reason_text("skipping cudagraphs due to cpu device (arange)") == (
+        "skipping cudagraphs due to cpu device (arange)"
+    )

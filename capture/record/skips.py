@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 _SKIP_LOGGERS = (
@@ -20,8 +22,28 @@ REASONS_KEPT = 50
 REASON_CHARS = 300
 
 
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def reason_text(message: str) -> str:
+    """A skip message's first line and, where torch adds the stack of what caused it ("Found
+    from": the op that mutated an input, the node on the CPU), its innermost frame and line
+    of code: ``skipping cudagraphs due to mutated inputs (1 instances): model.py:31 in
+    forward: cache.add_(x)``. Torch names no input there; nor does this."""
+    lines = message.strip().splitlines()
+    head = re.sub(r"\.?\s*Found from\s*:?\s*$", "", lines[0].strip()) if lines else ""
+    frames = list(_FRAME.finditer(message))
+    if not frames:
+        return head[:REASON_CHARS]
+    last = frames[-1]
+    after = message[last.end() :].splitlines()[1:]
+    code = next((line.strip() for line in after if line.strip()), "")
+    where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
+    return f"{head}: {where}" + (f": {code}" if code else "")[:REASON_CHARS]
+
+
 class SkipListener(logging.Handler):
-    """Keeps each distinct reason once (its first line), the first ``REASONS_KEPT``."""
+    """Keeps each distinct reason once (:func:`reason_text`), the first ``REASONS_KEPT``."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
@@ -30,7 +52,7 @@ class SkipListener(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(Exception):
-            text = record.getMessage().strip().splitlines()[0][:REASON_CHARS]
+            text = reason_text(record.getMessage())
             if text not in self.reasons and len(self.reasons) < REASONS_KEPT:
                 self.reasons.append(text)
                 self.changed = True
