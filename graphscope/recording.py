@@ -282,8 +282,14 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
     folders say."""
     path = Path(folder) / RUN_FILE
     try:
-        run = json.loads(path.read_text(encoding="utf-8")) if paths.is_file(path) else {}
-    except (OSError, ValueError):
+        # Bounded as every other read: a run.json nested thousands deep made json.loads
+        # raise RecursionError through inspect (benchmarks/fuzz.py, recording family).
+        run = (
+            parse_json(read_limited(path, MAX_INDEX_BYTES, decompress=False), path, InputError)
+            if paths.is_file(path)
+            else {}
+        )
+    except (OSError, InputError):
         return []
     entries = run.get("unrecorded_processes") if isinstance(run, dict) else None
     if not isinstance(entries, list):

@@ -399,3 +399,21 @@ def test_the_possessive_string_pattern_reads_what_the_plain_one_does() -> None:
         text = '"' + "".join(rng.choice('ab\\"\n') for _ in range(rng.randrange(12)))
         got, want = fast.match(text), plain.match(text)
         assert (got and got.group()) == (want and want.group()), text
+
+
+def test_a_run_json_nested_thousands_deep_leaves_inspect_standing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json is optional context: one nested past Python's recursion limit (fuzz recording
+    input 555) is ignored, and inspect reads the process folders as ever."""
+    import shutil
+
+    from graphscope.cli import main
+    from graphscope.recording import unrecorded_processes
+
+    rec = tmp_path / "rec"
+    shutil.copytree(Path(__file__).parents[1] / "samples" / "recordings" / "capture-fails", rec)
+    (rec / "run.json").write_text('{"program": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert unrecorded_processes(rec) == []
+    assert main(["inspect", str(rec)]) == 0
+    assert "capture-failed" in capsys.readouterr().out
