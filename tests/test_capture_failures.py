@@ -180,6 +180,19 @@ def test_check_names_the_call_the_line_the_module_and_the_capture(recording_with
     assert check([recording_with(capture_failures=[])]).violations == []
 
 
+def test_a_capture_invalidated_by_no_watched_call_is_told_without_a_call() -> None:
+    from graphscope.analysis.lifecycle import failure_text
+
+    ended = "cudaStreamEndCapture returned cudaErrorStreamCaptureInvalidated (901): no call ..."
+    unseen = {**FAILURE, "call": None, "error": None, "ended": ended}
+    assert failure_text(unseen) == (
+        f"the torch.cuda.graph capture begun at serve.py:55 in capture; {ended}"
+    )
+    assert failure_text({**unseen, "capture": {"capturer": None, "site": None}}) == (
+        f"the stream capture; {ended}"
+    )
+
+
 def test_a_failure_of_the_wrong_shape_is_refused_naming_the_field(tmp_path: Path) -> None:
     doc = recording.new_document({"pid": 42, "status": "finished"}, {})
     doc["capture_failures"] = [{**FAILURE, "stack": "not a list"}]

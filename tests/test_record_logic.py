@@ -423,6 +423,8 @@ def test_a_skip_message_keeps_the_line_torch_says_caused_it() -> None:
         ' File "/a/b.py", line 3, in f\n'
     )
     assert reason_text(storage) == "skipping cudagraphs due to mutated input storage: b.py:3 in f"
+    long = mutated.replace("self.cache.add_(x)", "self.cache.add_(" + "x" * 500 + ")")
+    assert len(reason_text(long)) == 300  # REASON_CHARS, the whole reason
     assert reason_text("skipping cudagraphs due to cpu device (arange)") == (
         "skipping cudagraphs due to cpu device (arange)"
     )

@@ -109,12 +109,13 @@ CAPTURE_ERRORS = {
 _STACK_DEPTH = 16
 
 
-def error_name(code: int, runtime: bool) -> str:
-    """``cudaErrorStreamCaptureUnsupported (900)``, or the driver's spelling."""
+def error_name(code: int, call: str) -> str:
+    """``cudaErrorStreamCaptureUnsupported (900)`` for a runtime call (``cuda...``), or the
+    driver's spelling for a driver call."""
     known = CAPTURE_ERRORS.get(code)
     if known is None:
         return f"CUDA error {code}"
-    if runtime:
+    if call.startswith("cuda"):
         return f"cudaError{known} ({code})"
     spelled = "".join(f"_{c}" if c.isupper() else c.upper() for c in known).lstrip("_")
     return f"CUDA_ERROR_{spelled} ({code})"
@@ -272,11 +273,11 @@ class FailureWatch:
         with self._lock:
             if stream in self._open:  # the capture is broken already: its first call stands
                 return
-            first = "Stream" in name
+            names_stream = "Stream" in name  # cudaStreamSynchronize(stream), ...
             failure = self._failure(
                 name,
-                error_name(code, name.startswith("cuda")),
-                callbacks.param_words(cbdata, 1)[0] if first else None,
+                error_name(code, name),
+                callbacks.param_words(cbdata, 1)[0] if names_stream else None,
                 capture,
             )
             self._open[stream] = failure
@@ -287,8 +288,7 @@ class FailureWatch:
 
     def refused(self, frame_site: sites.Site | None, code: int, name: str) -> None:
         """The driver would not begin a capture (``name`` returned ``code``)."""
-        error = error_name(code, name.startswith("cuda"))
-        failure = self._failure(call_name(name), error, None, None)
+        failure = self._failure(call_name(name), error_name(code, name), None, None)
         failure.site = failure.site or frame_site
         failure.ended = "never began"
         with self._lock:
@@ -304,7 +304,7 @@ class FailureWatch:
                     failure.ended = f"{call_name(name)} succeeded"
                     self.rec.changed()
                 return
-            said = f"{call_name(name)} returned {error_name(code, name.startswith('cuda'))}"
+            said = f"{call_name(name)} returned {error_name(code, name)}"
             if failure is None:
                 failure = Failure(
                     at_ns=time.perf_counter_ns(),

@@ -39,7 +39,7 @@ def reason_text(message: str) -> str:
     after = message[last.end() :].splitlines()[1:]
     code = next((line.strip() for line in after if line.strip()), "")
     where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
-    return f"{head}: {where}" + (f": {code}" if code else "")[:REASON_CHARS]
+    return (f"{head}: {where}" + (f": {code}" if code else ""))[:REASON_CHARS]
 
 
 class SkipListener(logging.Handler):

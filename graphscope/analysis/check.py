@@ -102,6 +102,11 @@ def _more(items: list[str]) -> str:
     return f" (and {len(rest)} more: {shown})"
 
 
+def _and(count: int) -> str:
+    """``" (and 2 more)"`` after the first of ``count`` findings told in full."""
+    return f" (and {count - 1} more)" if count > 1 else ""
+
+
 def _where(g: dict[str, Any]) -> str:
     """Where a graph was captured, and the program's own line when that is elsewhere."""
     site, program = site_text(g.get("site")), site_text(g.get("program_site"))
@@ -137,15 +142,14 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
         broke("incomplete", None, f"recording stopped: {rec.process.get('stop_reason')}")
 
     if rules.no_failed_captures and rec.capture_failures:
-        texts = [failure_text(f) for f in rec.capture_failures]
-        more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
-        broke("failed-capture", None, f"a stream capture failed: {texts[0]}{more}")
+        failures = rec.capture_failures
+        text = failure_text(failures[0])
+        broke("failed-capture", None, f"a stream capture failed: {text}{_and(len(failures))}")
 
     if rules.no_stale_pointers:
         read = [s for s in rec.stale_pointers if s.get("replays_since")]
         if read:
-            more = f" (and {len(read) - 1} more)" if len(read) > 1 else ""
-            broke("stale-pointer", read[0]["graph"], f"{stale_text(read[0])}{more}")
+            broke("stale-pointer", read[0]["graph"], f"{stale_text(read[0])}{_and(len(read))}")
 
     if rules.max_eager_share_pct is not None:
         share = eager_share(rec)

@@ -39,9 +39,12 @@ def failure_text(f: dict[str, Any]) -> str:
     where in the program, and how the capture ended."""
     capture = f.get("capture") or {}
     began = site_text(capture.get("site"))
-    inside = f" inside the {capture.get('capturer') or 'stream'} capture" if capture else ""
-    inside += f" begun at {began}" if began else ""
-    if f.get("call"):
+    the_capture = f"the {capture.get('capturer') or 'stream'} capture" + (
+        f" begun at {began}" if began else ""
+    )
+    if not f.get("call"):  # it ended invalidated and no watched call failed: the capture alone
+        text = the_capture
+    else:
         where = site_text(f.get("site"))
         program = site_text(f.get("program_site"))
         text = f"{f['call']} returned {f.get('error') or 'an error'}"
@@ -49,12 +52,7 @@ def failure_text(f: dict[str, Any]) -> str:
         text += f" (from {program})" if program and program != where else ""
         text += f", module {f['module']}" if f.get("module") is not None else ""
         text += f", thread {f['thread']}" if f.get("thread") else ""
-        text += f",{inside}" if inside else ""
-    else:
-        text = f"a capture{inside[len(' inside the') :] if capture else ''} failed"
-        text = (
-            f"the {capture.get('capturer') or 'stream'} capture begun at {began}" if began else text
-        )
+        text += f", inside {the_capture}" if capture else ""
     ended = f.get("ended")
     if ended is None:
         return text + "; the capture had not ended when the recording did"
