@@ -9,6 +9,7 @@ model's weights under a live graph on the GPU.
 from __future__ import annotations
 
 import gc
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -17,6 +18,8 @@ from graphscope.capture import pointers
 from graphscope.capture.record.integrity import IntegrityCheck, roots_of
 from graphscope.capture.record.lives import Life
 
+import graphscope
+from graphscope import recording
 from graphscope.analysis.check import check
 from graphscope.analysis.lifecycle import notes
 
@@ -170,3 +173,22 @@ def test_a_move_noted_while_the_graph_lived_is_filed_after_it_and_its_model_are_
         10,
         3,
     )
+
+
+def test_the_recorded_sample_names_each_rebound_weight_its_graph_reads(samples: Path) -> None:
+    """samples/recordings/weight-reload: weight_reload.py recorded on an H100. Every
+    parameter was rebound to new memory while its graph lived and went on replaying; each is
+    named with its old and new address and the graph's nodes that read it."""
+    (rec,) = recording.load_recordings(samples / "recordings" / "weight-reload")
+    (graph,) = rec.graphs
+    G = graphscope.load(rec.bundle_path(graph))
+    stale = rec.stale_pointers
+    assert len(stale) > 1 and len({s["buffer"] for s in stale}) == len(stale)
+    for s in stale:
+        assert s["graph"] == graph["id"] and s["buffer"].startswith("param:")
+        assert s["was"] != s["now"] and s["pointers"] >= len(s["nodes"]) >= 1
+        assert all(node in G for node in s["nodes"])
+        assert 0 < s["replays_since"] < graph["replays"]
+    assert "param:embed.weight" in {s["buffer"] for s in stale}
+    (violation,) = check([rec]).violations
+    assert violation.rule == "stale-pointer" and f"and {len(stale) - 1} more" in violation.message
