@@ -164,6 +164,22 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
         finally:
             gc.enable()
 
+    def frame_objects(variant: Callable[[], Any]) -> Callable[[], Any]:
+        """``variant`` with the C labeller walking frame objects through CPython's public
+        API, as it must on versions other than 3.11 to 3.13."""
+
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            native = callbacks.native_labeller()
+            native.use_interpreter_frames(False)
+            try:
+                with variant():
+                    yield
+            finally:
+                native.use_interpreter_frames(True)
+
+        return run
+
     variants = {
         "plain": plain,
         "module hooks (no-op)": module_hooks,
@@ -184,9 +200,12 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
         )
         variants["CUPTI node callback in C (no-op)"] = cupti_in_c(int(created[1]))
         variants["C labeller alone (frames, module paths)"] = c_walk
+        variants["C labeller alone, frame objects"] = frame_objects(c_walk)
         variants["attribution, C labeller (record's default)"] = attribution(native=True)
     variants["recorder, --no-attribution"] = recorder(False)
     variants["recorder (default)"] = recorder(True)
+    if callbacks.native_labeller() is not None:
+        variants["recorder, frame objects"] = frame_objects(recorder(True))
     variants["recorder, no parameter walk"] = recorder(True, parameters=False)
     variants["recorder, no clone"] = recorder(True, clone=False)
     variants["recorder, garbage collector off"] = recorder(True, collect=False)

@@ -28,6 +28,27 @@
 #include <Python.h>
 #include <stdint.h>
 
+/* CPython 3.11 to 3.13: the walk reads the interpreter's own frames. Through the public API
+ * (PyEval_GetFrame, PyFrame_GetBack) each frame walked is made into a frame object, and
+ * `self` is read with PyFrame_GetVar, which on 3.11 and 3.12 copies all of a frame's locals
+ * into a dict first; on the development VM that was most of a label's cost
+ * (benchmarks/probe_labels.py, docs/RECORD.md). These versions' internal header is what
+ * Cython includes for the same reads; their layout is fixed within a minor version. Other
+ * versions, or use_interpreter_frames(False), walk through the public API. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+#define INTERPRETER_FRAMES 1
+#ifndef Py_BUILD_CORE
+#define Py_BUILD_CORE 1
+#endif
+#include "internal/pycore_code.h"
+#include "internal/pycore_frame.h"
+#else
+#define INTERPRETER_FRAMES 0
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h> /* PyFrameObject's fields */
+#endif
+#endif
+
 /* void CUPTIAPI callback(void *userdata, CUpti_CallbackDomain, CUpti_CallbackId, const void *) */
 typedef void (*callback_fn)(void *, int, uint32_t, const void *);
 /* CUptiResult cuptiGetGraphNodeId(CUgraphNode node, uint64_t *nodeId) */
@@ -93,32 +114,180 @@ kind_of(PyObject *filename)
     return stored < 0 ? -1 : kind;
 }
 
-/* The first argument of a method, if it is named self; a new reference, NULL if none (an
- * exception set only on failure). */
-static PyObject *
-self_of(PyFrameObject *frame, PyCodeObject *code)
+/* One frame of a walk outward from the frame running, through the interpreter's frames
+ * (`raw`, borrowed: each is a caller of the code running now, so it outlives the walk) or
+ * through frame objects (`object`, a strong reference). */
+typedef struct {
+    PyFrameObject *object;
+#if INTERPRETER_FRAMES
+    _PyInterpreterFrame *raw;
+#endif
+} Frame;
+
+static int raw_walk = INTERPRETER_FRAMES; /* use_interpreter_frames() */
+
+#if INTERPRETER_FRAMES
+/* The first complete frame from `frame` outward: frames not started yet, and 3.12's C-stack
+ * shims, are none of the program's (PyEval_GetFrame skips them too). */
+static _PyInterpreterFrame *
+first_complete(_PyInterpreterFrame *frame)
+{
+    while (frame != NULL && _PyFrame_IsIncomplete(frame))
+        frame = frame->previous;
+    return frame;
+}
+
+static PyCodeObject *
+raw_code(_PyInterpreterFrame *frame)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return _PyFrame_GetCode(frame);
+#else
+    return frame->f_code;
+#endif
+}
+#endif
+
+static int
+frame_valid(const Frame *frame)
+{
+#if INTERPRETER_FRAMES
+    if (raw_walk)
+        return frame->raw != NULL;
+#endif
+    return frame->object != NULL;
+}
+
+/* The frame running now. */
+static Frame
+frame_first(void)
+{
+    Frame frame = {NULL};
+#if INTERPRETER_FRAMES
+    frame.raw = NULL;
+    if (raw_walk) {
+#if PY_VERSION_HEX >= 0x030D0000
+        frame.raw = first_complete(PyThreadState_Get()->current_frame);
+#else
+        frame.raw = first_complete(PyThreadState_Get()->cframe->current_frame);
+#endif
+        return frame;
+    }
+#endif
+    frame.object = (PyFrameObject *)Py_XNewRef(PyEval_GetFrame());
+    return frame;
+}
+
+/* A second hold on the same frame. */
+static Frame
+frame_copy(const Frame *frame)
+{
+    Frame copy = *frame;
+    Py_XINCREF(copy.object);
+    return copy;
+}
+
+static void
+frame_release(Frame *frame)
+{
+    Py_CLEAR(frame->object);
+#if INTERPRETER_FRAMES
+    frame->raw = NULL;
+#endif
+}
+
+/* Step to the caller. */
+static void
+frame_next(Frame *frame)
+{
+#if INTERPRETER_FRAMES
+    if (raw_walk) {
+        frame->raw = first_complete(frame->raw->previous);
+        return;
+    }
+#endif
+    PyFrameObject *back = PyFrame_GetBack(frame->object);
+    Py_SETREF(frame->object, back);
+}
+
+/* The frame's code object, borrowed: the frame holds it. */
+static PyCodeObject *
+frame_code(const Frame *frame)
+{
+#if INTERPRETER_FRAMES
+    if (raw_walk)
+        return raw_code(frame->raw);
+#endif
+    PyCodeObject *code = PyFrame_GetCode(frame->object);
+    Py_DECREF(code);
+    return code;
+}
+
+static int
+frame_line(const Frame *frame)
+{
+#if INTERPRETER_FRAMES
+    if (raw_walk) {
+        _PyInterpreterFrame *raw = frame->raw;
+        return PyCode_Addr2Line(raw_code(raw),
+                                _PyInterpreterFrame_LASTI(raw) * (int)sizeof(_Py_CODEUNIT));
+    }
+#endif
+    return PyFrame_GetLineNumber(frame->object);
+}
+
+/* Whether a code object's first argument is named self. */
+static int
+takes_self(PyCodeObject *code)
 {
     if (code->co_argcount < 1)
-        return NULL;
+        return 0;
+#if INTERPRETER_FRAMES
+    PyObject *first = PyTuple_GET_ITEM(code->co_localsplusnames, 0);
+    return first == s_self || PyUnicode_Compare(first, s_self) == 0;
+#else
 #if PY_VERSION_HEX >= 0x030B0000
     PyObject *varnames = PyCode_GetVarnames(code); /* cached by the code object */
 #else
     PyObject *varnames = Py_XNewRef(code->co_varnames);
 #endif
-    if (varnames == NULL)
-        return NULL;
+    if (varnames == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
     int named_self = PyTuple_GET_SIZE(varnames) > 0 &&
                      PyUnicode_Compare(PyTuple_GET_ITEM(varnames, 0), s_self) == 0;
     Py_DECREF(varnames);
-    if (!named_self)
+    return named_self;
+#endif
+}
+
+/* The first argument of a method, if it is named self; a new reference, NULL if none (an
+ * exception set only on failure). */
+static PyObject *
+frame_self(const Frame *frame, PyCodeObject *code)
+{
+    if (!takes_self(code))
         return NULL;
+#if INTERPRETER_FRAMES
+    if (raw_walk) {
+        PyObject *self = frame->raw->localsplus[0];
+        /* A self that a closure captures lives in a cell, made before the frame is complete. */
+        if (self != NULL && (_PyLocals_GetKind(code->co_localspluskinds, 0) & CO_FAST_CELL) &&
+            PyCell_Check(self))
+            self = PyCell_GET(self);
+        return Py_XNewRef(self);
+    }
+#endif
 #if PY_VERSION_HEX >= 0x030C0000
-    PyObject *self = PyFrame_GetVar(frame, s_self);
+    PyObject *self = PyFrame_GetVar(frame->object, s_self);
 #else
 #if PY_VERSION_HEX >= 0x030B0000
-    PyObject *locals = PyFrame_GetLocals(frame);
+    PyObject *locals = PyFrame_GetLocals(frame->object);
 #else
-    PyObject *locals = PyFrame_FastToLocalsWithError(frame) < 0 ? NULL : Py_XNewRef(frame->f_locals);
+    PyObject *locals = PyFrame_FastToLocalsWithError(frame->object) < 0
+                           ? NULL
+                           : Py_XNewRef(frame->object->f_locals);
 #endif
     PyObject *self = locals == NULL ? NULL : PyDict_GetItemWithError(locals, s_self);
     Py_XINCREF(self);
@@ -134,18 +303,18 @@ self_of(PyFrameObject *frame, PyCodeObject *code)
 /* The nn.Module a frame runs a method of; a new reference, NULL if none (an exception set
  * only on failure). */
 static PyObject *
-module_of(PyFrameObject *frame, PyCodeObject *code)
+module_of(const Frame *frame, PyCodeObject *code)
 {
-    PyObject *self = self_of(frame, code);
+    PyObject *self = frame_self(frame, code);
     if (self != NULL && !PyObject_TypeCheck(self, (PyTypeObject *)module_type))
         Py_CLEAR(self);
     return self;
 }
 
-/* The path of `module`, whose method `frame` runs: looked up by id(), else learned from the
+/* The path of `module`, whose method `at` runs: looked up by id(), else learned from the
  * outermost module running (a new reference, or NULL with an exception set). */
 static PyObject *
-path_of(PyObject *module, PyFrameObject *frame)
+path_of(PyObject *module, const Frame *at)
 {
     PyObject *key = PyLong_FromVoidPtr(module);
     if (key == NULL)
@@ -156,22 +325,18 @@ path_of(PyObject *module, PyFrameObject *frame)
         return Py_XNewRef(path);
     /* Met for the first time: its tree is named from the outermost module on the stack. */
     PyObject *outermost = Py_NewRef(module);
-    Py_INCREF(frame);
-    while (frame != NULL) {
-        PyCodeObject *code = PyFrame_GetCode(frame);
-        PyObject *found = module_of(frame, code);
-        Py_DECREF(code);
+    Frame frame = frame_copy(at);
+    for (; frame_valid(&frame); frame_next(&frame)) {
+        PyObject *found = module_of(&frame, frame_code(&frame));
         if (found == NULL && PyErr_Occurred()) {
-            Py_DECREF(frame);
+            frame_release(&frame);
             Py_DECREF(outermost);
             return NULL;
         }
         if (found != NULL)
             Py_SETREF(outermost, found);
-        PyFrameObject *back = PyFrame_GetBack(frame);
-        Py_DECREF(frame);
-        frame = back;
     }
+    frame_release(&frame);
     path = PyObject_CallFunctionObjArgs(learn, module, outermost, NULL);
     Py_DECREF(outermost);
     return path;
@@ -188,50 +353,45 @@ label(const void *data)
     if (get_node_id(*(void *const *)(descriptor + NODE_OFFSET), &id) != 0)
         return 0; /* no id, no key to file the label under: as the Python path, nothing */
 
-    /* strong: a code object, a filename, a module and the frame running its method */
+    /* strong: a code object, a filename, a module; the frame running the module's method */
     PyObject *user = NULL, *generated = NULL, *module = NULL;
-    PyFrameObject *module_frame = NULL;
+    Frame module_frame = {NULL};
     int user_line = 0, generated_line = 0, failed = 0;
-    PyFrameObject *frame = PyEval_GetFrame(); /* borrowed */
-    Py_XINCREF(frame);
+    Frame frame = frame_first();
     /* Outward until both the user's frame and the innermost module's are found. */
-    while (frame != NULL && (user == NULL || module == NULL)) {
-        PyCodeObject *code = PyFrame_GetCode(frame);
+    for (; frame_valid(&frame) && (user == NULL || module == NULL); frame_next(&frame)) {
+        PyCodeObject *code = frame_code(&frame);
         if (module == NULL) {
-            module = module_of(frame, code);
+            module = module_of(&frame, code);
             if (module != NULL)
-                module_frame = (PyFrameObject *)Py_NewRef(frame);
+                module_frame = frame_copy(&frame);
             else if (PyErr_Occurred()) {
-                Py_DECREF(code);
                 failed = 1;
                 break;
             }
         }
         if (user == NULL) {
+            /* kind_of may run Python (classify, once per file): the frames walked are the
+             * callers of this code, so they stay where they are. */
             long kind = kind_of(code->co_filename);
             if (kind == -1 && PyErr_Occurred()) {
-                Py_DECREF(code);
                 failed = 1;
                 break;
             }
             if (kind == KIND_USER) {
                 user = Py_NewRef((PyObject *)code);
-                user_line = PyFrame_GetLineNumber(frame);
+                user_line = frame_line(&frame);
             }
             else if (kind == KIND_GENERATED && generated == NULL) {
                 generated = Py_NewRef(code->co_filename);
-                generated_line = PyFrame_GetLineNumber(frame);
+                generated_line = frame_line(&frame);
             }
         }
-        Py_DECREF(code);
-        PyFrameObject *back = PyFrame_GetBack(frame);
-        Py_DECREF(frame);
-        frame = back;
     }
-    Py_XDECREF(frame);
+    frame_release(&frame);
     PyObject *path = NULL;
     if (!failed && module != NULL) {
-        path = path_of(module, module_frame);
+        path = path_of(module, &module_frame);
         failed = path == NULL;
     }
     if (!failed) {
@@ -260,7 +420,7 @@ label(const void *data)
     }
     Py_XDECREF(path);
     Py_XDECREF(module);
-    Py_XDECREF(module_frame);
+    frame_release(&module_frame);
     Py_XDECREF(user);
     Py_XDECREF(generated);
     return failed ? -1 : 0;
@@ -402,6 +562,20 @@ active(PyObject *self, PyObject *unused)
     return PyBool_FromLong(labelling);
 }
 
+static PyObject *
+use_interpreter_frames(PyObject *self, PyObject *args)
+{
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on))
+        return NULL;
+    if (labelling) {
+        PyErr_SetString(PyExc_RuntimeError, "use_interpreter_frames: the labeller is running");
+        return NULL;
+    }
+    raw_walk = on && INTERPRETER_FRAMES;
+    return PyBool_FromLong(raw_walk);
+}
+
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
      "install(trampoline, get_node_id, domain, cbid) -> the address of the CUPTI callback to "
@@ -412,6 +586,9 @@ static PyMethodDef methods[] = {
      "created from now on"},
     {"stop", stop, METH_NOARGS, "stop(): forward GRAPHNODE_CREATED again, and drop the references"},
     {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
+    {"use_interpreter_frames", use_interpreter_frames, METH_VARARGS,
+     "use_interpreter_frames(on) -> whether the walk now reads the interpreter's frames (3.11 "
+     "to 3.13) rather than frame objects through the public API; for tests and measures"},
     {"gate", gate, METH_VARARGS,
      "gate(domain, cbid, on=True): pass this callback on only while a stream capture runs "
      "(on), or always (off)"},

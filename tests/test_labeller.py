@@ -33,8 +33,13 @@ GENERATED = """def call(fire):
 """
 
 
-@pytest.fixture
-def labeller() -> Any:
+@pytest.fixture(params=["interpreter frames", "frame objects"])
+def labeller(request: pytest.FixtureRequest) -> Any:
+    """Each test runs on both walks: the interpreter's own frames (CPython 3.11 to 3.13) and
+    frame objects through the public API (any other version, and the fallback)."""
+    raw = request.param == "interpreter frames"
+    if native.use_interpreter_frames(raw) != raw:
+        pytest.skip(f"this CPython ({sys.version.split()[0]}) is walked through frame objects")
     forwarded: list[tuple[int, int, int]] = []
 
     def dispatch(userdata: Any, domain: int, cbid: int, data: int | None) -> None:
@@ -67,6 +72,7 @@ def labeller() -> Any:
     state.keep = (trampoline, get_id, resource)
     yield state
     native.stop()
+    native.use_interpreter_frames(True)  # the default, where this build has it
 
 
 class Module:
@@ -83,6 +89,7 @@ USER = """class Model(Module):
 
 class Layer(Module):
     def forward(self, fire):
+        again = lambda: self.forward(fire)  # a closure over self: it lives in a cell
         return helper(fire)
 
 
@@ -133,6 +140,7 @@ def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: P
         module = attribution.module_at(frame, Module, names, learn)
         return labeller.fire(), attribution.raw_label(frames, PACKED, module, None, frame)
 
+    assert "self" in type(model.layer).forward.__code__.co_cellvars  # read through its cell
     _, expected = model.forward(fire)
     # The innermost module running is the layer, met first by C: learned once, from the
     # outermost module running; Python then finds it by id().
@@ -141,7 +149,7 @@ def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: P
     assert sink == [expected]
     packed, module, op, code, line, generated_file, generated_line = sink[0]
     assert (packed, module, op) == (PACKED, "layers.0.attention", None)
-    assert code.co_name == "helper" and code.co_filename.endswith("serve.py") and line == 15
+    assert code.co_name == "helper" and code.co_filename.endswith("serve.py") and line == 16
     assert generated_file.endswith("cab.py") and generated_line == 4
     label = attribution.make_labels(frames, sink)[PACKED]
     assert label["function"] == "helper" and label["module"] == "layers.0.attention"
@@ -215,6 +223,12 @@ def test_a_failure_is_reported_and_never_reaches_the_caller(labeller: Any, tmp_p
 def test_install_refuses_null_functions() -> None:
     with pytest.raises(ValueError, match="null function"):
         native.install(0, 0, DOMAIN, NODE_CREATED)
+
+
+def test_the_walk_is_not_switched_while_labelling(labeller: Any) -> None:
+    native.start([], {}, Module, {}, print, print, print)
+    with pytest.raises(RuntimeError, match="running"):
+        native.use_interpreter_frames(False)
 
 
 def test_gated_callbacks_pass_on_only_while_a_capture_runs(labeller: Any) -> None:
