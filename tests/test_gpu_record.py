@@ -413,3 +413,36 @@ def test_a_native_process_that_uses_cuda_is_named_as_not_recorded(tmp_path: Path
     assert len(said) == 1 and "(native-cuda)" in said[0] and "not a Python process" in said[0]
     (entry,) = json.loads((out / "run.json").read_text())["unrecorded_processes"]
     assert entry["name"] == "native-cuda" and entry["pid"] > 0
+
+
+def test_torch_compile_s_own_reason_for_recording_again_and_for_skipping(tmp_path: Path) -> None:
+    """A compiled model whose weight is rebound: torch records it again and says why only in
+    a debug log; the recording names the moved input and the line that reads it. A compiled
+    function that mutates its input runs without graphs: the line that mutates it."""
+    out = _out(tmp_path, "compile-rerecord")
+    (line,) = _record(out, "compile_rerecord.py", "--steps", "5")
+    assert line["graph_follows_the_new_weight"]  # torch's re-record is right, and costs
+    rec = _with_graphs(out)
+    source = (PROGRAMS / "compile_rerecord.py").read_text().splitlines()
+    reads = 1 + next(i for i, text in enumerate(source) if "torch.relu(self.proj(x))" in text)
+    mutates = 1 + next(i for i, text in enumerate(source) if "total.add_(x)" in text)
+    again = [g for g in rec.graphs if g.get("rerecord_of")]
+    assert again, [(g["id"], g.get("site")) for g in rec.graphs]
+    reason = str(again[0]["rerecord_reason"])
+    assert reason.startswith("static input data pointer changed: "), reason
+    assert f"compile_rerecord.py:{reads} in forward" in reason, reason
+    reasons = [str(r) for r in rec.fallbacks.get("reasons") or []]
+    assert any("mutated inputs" in r and f"compile_rerecord.py:{mutates}" in r for r in reasons)
+    lines = _check_lines(out)
+    rerecord = next(x for x in lines if x.startswith(f"{out}: rerecord: "))
+    assert "static input data pointer changed" in rerecord and f":{reads} in forward" in rerecord
+    skips = next(x for x in lines if x.startswith(f"{out}: skips: "))
+    assert f"compile_rerecord.py:{mutates}" in skips, skips
+
+
+def _check_lines(out: Path) -> list[str]:
+    """The lines ``graphscope check`` prints for ``out``, which must fail it."""
+    command = [sys.executable, "-m", "graphscope", "check", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    return done.stdout.splitlines()

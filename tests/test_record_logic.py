@@ -428,3 +428,104 @@ def test_a_skip_message_keeps_the_line_torch_says_caused_it() -> None:
     assert reason_text("skipping cudagraphs due to cpu device (arange)") == (
         "skipping cudagraphs due to cpu device (arange)"
     )
+
+
+# What torch's log_data_ptr_mismatch returns (torch/_inductor/cudagraph_utils.py, 2.11).
+_MISMATCH = (
+    "static input data pointer changed.\n"
+    "input name: primals_2. data pointer changed from 139872000 to 139874048. "
+    'input stack trace:   File "/srv/app/model.py", line 12, in forward\n'
+    "    return x @ self.weight\n\n"
+    "input name: primals_5. data pointer changed from 4096 to 8192. input stack trace: None\n"
+)
+
+
+def test_torch_s_rerecord_reason_names_each_moved_input_and_its_line() -> None:
+    from graphscope.capture.record.skips import rerecord_text
+
+    assert rerecord_text(_MISMATCH) == (
+        "static input data pointer changed: primals_2 moved 0x8564700 -> 0x8564f00 "
+        "(model.py:12 in forward: return x @ self.weight); primals_5 moved 0x1000 -> 0x2000"
+    )
+    assert rerecord_text("expected dead indices\nbefore graph are live") == (
+        "expected dead indices before graph are live"
+    )
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_the_reason_is_read_from_the_frame_where_torch_decided_to_record_again(
+    debug: bool,
+) -> None:
+    """CUDAGraphTreeManager._run holds the reason as a string when its logger is at DEBUG,
+    else as the function that makes it; a first recording holds none."""
+    from graphscope.capture.record.skips import torch_rerecord_reason
+
+    def record_function() -> Any:  # stands for record_function -> CUDAGraphNode._record
+        return torch_rerecord_reason(sys._getframe())
+
+    def _run(held: bool) -> Any:
+        unexpected_rerecord_reason = (lambda: _MISMATCH) if not debug else _MISMATCH
+        if not held:  # a first recording: no graph of this function to reuse
+            unexpected_rerecord_reason = None
+        assert held or unexpected_rerecord_reason is None  # a local of torch's frame
+        return record_function()
+
+    assert str(_run(True)).startswith("static input data pointer changed: primals_2 moved")
+    assert _run(False) is None
+    assert record_function() is None  # no torch frame below: torch.cuda.graph, CuPy, ...
+
+    def _run_failing() -> Any:
+        def unexpected_rerecord_reason() -> str:
+            raise AssertionError("length mismatch")
+
+        return record_function()
+
+    _run_failing.__code__ = _run_failing.__code__.replace(co_name="_run")
+    assert _run_failing() is None  # torch's helper failed: no reason, never a guess
+
+
+def test_a_rerecord_with_the_engine_s_reason_says_it_first() -> None:
+    before, after = _capture(i0=[1, 1]), _capture(i0=[1, 1])
+    after.engine_reason = "static input data pointer changed: primals_2 moved 0x1 -> 0x2"
+    same = Life("g8", 8, 1, after, 0, None)
+    assert rerecord_reason(before, after, same) == after.engine_reason
+
+
+def test_the_reason_is_made_with_the_recording_s_inputs_once_torch_emptied_its_list() -> None:
+    """On the H100 (torch 2.11) the list ``_run`` was given is empty by the time the capture
+    begins (CUDAGraphNode took the inputs over), and torch's helper asserts on its length:
+    the recording's own list, which holds the same static tensors, stands in."""
+    import functools
+
+    from graphscope.capture.record.skips import torch_rerecord_reason
+
+    class Tensor:
+        def __init__(self, ptr: int) -> None:
+            self.ptr = ptr
+
+        def data_ptr(self) -> int:
+            return self.ptr
+
+    def log_data_ptr_mismatch(
+        placeholders: list[str], inputs: list[Any], recorded: list[int], idxs: list[int], st: str
+    ) -> str:  # as torch's: the same lengths, or an assertion
+        assert len(inputs) == len(recorded) == len(placeholders)
+        return f"{st}.\n" + "".join(
+            f"input name: {placeholders[i]}. data pointer changed from {recorded[i]} to "
+            f"{inputs[i].data_ptr()}. input stack trace: None\n"
+            for i in idxs
+            if inputs[i].data_ptr() != recorded[i]
+        )
+
+    given: list[Any] = []  # emptied by torch
+    held = functools.partial(log_data_ptr_mismatch, ["arg0_1", "x"], given, [16, 32], [0])
+
+    def _run() -> Any:
+        unexpected_rerecord_reason = functools.partial(held, "static input data pointer changed")
+        assert unexpected_rerecord_reason.args[1] == []
+        return torch_rerecord_reason(sys._getframe(), recording)
+
+    recording = [Tensor(48), Tensor(64)]
+    assert _run() == "static input data pointer changed: arg0_1 moved 0x10 -> 0x30"
+    recording = []
+    assert _run() is None  # nothing to stand in: torch's helper refuses, and so no reason

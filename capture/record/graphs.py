@@ -24,6 +24,7 @@ from .calls import Calls, Subscription
 from .failures import FailureWatch
 from .integrity import roots_of
 from .lives import Capture, Life, pool_id, rerecord_reason, shape_changes
+from .skips import torch_rerecord_reason
 
 if TYPE_CHECKING:
     from .state import State
@@ -54,6 +55,7 @@ class GraphWatch:
         self.captures: dict[int, Capture] = {}  # stream handle -> capture running
         self.by_graph: dict[int, Capture] = {}  # graph handle -> capture that made it
         self.last_of_site: dict[tuple[Any, ...], Life] = {}
+        self.last_of_function: dict[str, Life] = {}  # Inductor's function id -> its last graph
         self.instantiating: dict[int, int] = {}  # thread id -> ns the instantiation began
         self.capturing = 0  # stream captures running
         self.failures: FailureWatch | None = None  # told as captures begin and end
@@ -214,11 +216,16 @@ class GraphWatch:
         if capture is not None and life.nodes:
             # An empty graph (CUDA graph trees make one first) is no earlier recording.
             earlier = self.last_of_site.get(capture.key())
+            if earlier is None and capture.engine_reason and capture.function:
+                # torch says it records this function again, called from elsewhere this time
+                earlier = self.last_of_function.get(capture.function)
             if earlier is not None:
                 life.rerecord_of = earlier.id
                 life.shape_changes = shape_changes(earlier.capture, capture)
                 life.rerecord_reason = rerecord_reason(earlier.capture, capture, life)
             self.last_of_site[capture.key()] = life
+            if capture.function:
+                self.last_of_function[capture.function] = life
         if capture is None and rec.frames is not None:
             frame = sites.caller(1)
             life.instantiated_site = sites.site(rec.frames.user_frame(frame))
@@ -262,6 +269,7 @@ def _read_inputs(capture: Capture, frame: Any) -> None:
         wrapped = getattr(node, "wrapped_function", None)
         static = set(getattr(wrapped, "static_input_idxs", ()) or ())
         capture.function = str(getattr(wrapped, "id", "")) or None
+        capture.engine_reason = torch_rerecord_reason(frame, inputs)
         if inputs is not None:
             capture.inputs = sites.tensor_inputs(inputs, static)
             capture.batch = sites.batch_of(capture.inputs)

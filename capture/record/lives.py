@@ -39,6 +39,7 @@ class Capture:
     inputs: list[sites.TensorInput] | None = None  # the non-static tensor inputs
     batch: int | None = None
     function: str | None = None  # Inductor's function id: one compiled function's graphs
+    engine_reason: str | None = None  # why the engine recorded again, in its words
     ended_ns: int | None = None
     pool: tuple[int, ...] | None = None
     owner: Any = None  # weak reference to the torch.cuda.CUDAGraph, asked for its pool later
@@ -178,7 +179,9 @@ def pool_id(value: Any) -> tuple[int, ...] | None:
 
 
 def rerecord_reason(before: Capture | None, after: Capture, life: Life) -> str | None:
-    """Why a site recorded again, as far as the two captures tell."""
+    """Why a site recorded again: as the engine said, else as far as the two captures tell."""
+    if after.engine_reason:
+        return after.engine_reason
     if life.shape_changes:
         return "new input shapes"
     if before is None or before.inputs is None or after.inputs is None:

@@ -6,6 +6,7 @@ They say it to artifact loggers, silent unless enabled; a handler of ours still 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import sys
@@ -40,6 +41,66 @@ def reason_text(message: str) -> str:
     code = next((line.strip() for line in after if line.strip()), "")
     where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
     return (f"{head}: {where}" + (f": {code}" if code else ""))[:REASON_CHARS]
+
+
+_MOVED = re.compile(
+    r"input name: (\S+?)\. data pointer changed from (\d+) to (\d+)\."
+    r"(?: input stack trace: (.*?))?(?=input name:|$)",
+    re.S,
+)
+
+
+def rerecord_text(message: str) -> str:
+    """What torch's CUDA graph trees computed for a re-record (``log_data_ptr_mismatch``), on
+    one line: ``static input data pointer changed: primals_2 moved 0x7f00 -> 0x7f80
+    (model.py:12 in forward: y = self.w @ x)``, each input it names, in its order."""
+    head = message.strip().split("\n", 1)[0].strip().rstrip(".")
+    moved = []
+    for match in _MOVED.finditer(message):
+        name, before, after, trace = match.groups()
+        text = f"{name} moved {int(before):#x} -> {int(after):#x}"
+        frames = list(_FRAME.finditer(trace or ""))
+        if frames:
+            last = frames[-1]
+            rest = (trace or "")[last.end() :].splitlines()[1:]
+            code = next((line.strip() for line in rest if line.strip()), "")
+            where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
+            text += f" ({where}" + (f": {code})" if code else ")")
+        moved.append(text)
+    if not moved:
+        return " ".join(message.split())[:REASON_CHARS]
+    return f"{head}: {'; '.join(moved)}"[: REASON_CHARS * 2]
+
+
+def torch_rerecord_reason(frame: Any, inputs: list[Any] | None = None) -> str | None:
+    """Why torch's CUDA graph trees record a function again, in torch's words, read from the
+    frame that decided it (``CUDAGraphTreeManager._run``, below the capture beginning): an
+    input at a new address (a parameter, a static input, a tensor of the graphs' pool), or a
+    tensor expected dead still alive. ``_run`` keeps the reason of the last recorded graph it
+    could not reuse: torch computes the text only while its cudagraphs logger is at DEBUG,
+    else it keeps the function that would, called here once per re-record (torch 2.11 re-records
+    on a moved parameter without counting it as unexpected, but keeps its reason the same
+    way). None where torch kept none: a first recording, or another torch.
+
+    By the time the capture begins, torch has emptied the list of inputs that function was
+    given (the recording took them over): ``inputs`` is the recording's list, which holds the
+    same static and pool-managed tensors, and stands in for it."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_run" and "unexpected_rerecord_reason" in code.co_varnames:
+            reason = frame.f_locals.get("unexpected_rerecord_reason")
+            if isinstance(reason, functools.partial) and inputs:
+                args = list(reason.args)
+                if len(args) > 1 and isinstance(args[1], list) and not args[1]:
+                    args[1] = inputs
+                    reason = functools.partial(reason.func, *args, **reason.keywords)
+            try:
+                text = reason() if callable(reason) else reason
+            except Exception:  # torch's own helper failed: no reason, never a guess
+                return None
+            return rerecord_text(text) if isinstance(text, str) and text.strip() else None
+        frame = frame.f_back
+    return None
 
 
 class SkipListener(logging.Handler):
