@@ -580,6 +580,7 @@ _RULE_OPTIONS = (
     "no_failed_captures",
     "no_stale_pointers",
     "max_eager_share",
+    "no_graph_stop",
     "no_rerecord",
     "no_skips",
     "max_graphs",
@@ -616,6 +617,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             no_failed_captures=args.no_failed_captures,
             no_stale_pointers=args.no_stale_pointers,
             max_eager_share_pct=args.max_eager_share,
+            no_graph_stop=args.no_graph_stop,
             no_rerecord=args.no_rerecord,
             no_skips=args.no_skips,
             max_graphs=args.max_graphs,
@@ -833,8 +835,8 @@ def build_parser() -> argparse.ArgumentParser:
         "against rules: one line for each rule a process breaks, naming the graph, the input "
         "and the program's line where the recording says them, then exit status 1; one "
         "'passed' line and status 0 otherwise. With no rule named, the default rules apply: "
-        "--no-failed-captures --no-stale-pointers --max-eager-share 50 --no-rerecord "
-        "--no-skips. Naming any rule "
+        "--no-failed-captures --no-stale-pointers --max-eager-share 50 --no-graph-stop "
+        "--no-rerecord --no-skips. Naming any rule "
         "checks only the rules "
         "named. A recording that ends early (the program was killed, or recording stopped) "
         "always fails.",
@@ -857,6 +859,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="PCT",
         help="most percent of the sampled GPU kernel time that may run outside graphs",
+    )
+    chk.add_argument(
+        "--no-graph-stop",
+        action="store_true",
+        help="no run that goes on for a while (3 s, and a fifth of the time since the first "
+        "launch) with no graph launched after graphs were (a batch past the largest graph)",
     )
     chk.add_argument(
         "--no-rerecord",

@@ -712,6 +712,23 @@ RECORDING_SAMPLING = Record(
         "launches_of_unknown_graphs": COUNT,  # graphs instantiated before recording began
     }
 )
+#: Graph launches over the whole run, bin by bin (capture/record/coverage.py).
+RECORDING_COVERAGE = Record(
+    {
+        "bin_s": Num(0.001, MAX_US),
+        "bins": ListOf(
+            Record(
+                {
+                    "at_s": NUMBER,  # the bin's start, from the recorder's
+                    "launches": Record({}, other=COUNT, says="an object of launch counts"),
+                    "unknown_launches": COUNT,  # graphs made before recording began
+                },
+                required=("at_s", "launches"),
+            )
+        ),
+    },
+    required=("bin_s", "bins"),
+)
 #: Where torch says it ran a function without CUDA graphs.
 RECORDING_FALLBACKS = Record({"inductor_cudagraph_skips": COUNT, "reasons": TEXTS})
 #: What torch's allocator held in all (every pool and the rest) at the recorder's last read.

@@ -24,6 +24,7 @@ from typing import Any
 from . import paths
 from .contract import (
     RECORDING_CAPTURE_FAILURE,
+    RECORDING_COVERAGE,
     RECORDING_FALLBACKS,
     RECORDING_GRAPH,
     RECORDING_MEMORY,
@@ -118,6 +119,7 @@ class Recording:
     stale_pointers: list[dict[str, Any]] = field(default_factory=list)
     # RECORDING_MEMORY: the allocator's totals at the last read (empty in older recordings)
     memory: dict[str, Any] = field(default_factory=dict)
+    coverage: dict[str, Any] = field(default_factory=dict)  # bin_s, bins; empty in older ones
 
     @property
     def folder(self) -> Path:
@@ -202,6 +204,15 @@ def from_document(doc: Any, path: Path) -> Recording:
         entry.setdefault("nodes", [])
     memory: dict[str, Any] = doc.get("memory") or {}
     check(memory, RECORDING_MEMORY, path, "memory")
+    coverage: dict[str, Any] = doc.get("coverage") or {}
+    if coverage:
+        check(coverage, RECORDING_COVERAGE, path, "coverage")
+        known = {g["id"] for g in checked}
+        for i, b in enumerate(coverage["bins"]):
+            b.setdefault("unknown_launches", 0)
+            strange = set(b["launches"]) - known
+            if strange:
+                raise _fail(path, f"coverage.bins[{i}].launches", f"names no graph: {min(strange)}")
     return Recording(
         path=path,
         process=process,
@@ -213,6 +224,7 @@ def from_document(doc: Any, path: Path) -> Recording:
         capture_failures=failures,
         stale_pointers=stale,
         memory=memory,
+        coverage=coverage,
     )
 
 
@@ -341,6 +353,7 @@ def new_document(process: dict[str, Any], settings: dict[str, Any]) -> dict[str,
         "capture_failures": [],
         "stale_pointers": [],
         "memory": {},
+        "coverage": {},
         "notes": [],
     }
 

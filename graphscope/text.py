@@ -287,6 +287,13 @@ def render_recording(
         if len(r.rows) > top:
             w(f"    ... {len(r.rows) - top:,} more (--json for all)\n")
         render_ledger(r.memory, w)
+        if r.launched:
+            spans = [
+                f"{s.graph}{f' (batch {s.batch})' if s.batch is not None else ''} "
+                f"{s.first_s:.0f}-{s.last_s:.0f} s ({_count(s.launches)})"
+                for s in r.launched[:top]
+            ]
+            w(f"  launched over the run: {'; '.join(spans)}\n")
         for note in r.notes:
             w(f"  [{note.severity}] {note.code}: {note.title}\n")
             for line in note.details[:5]:

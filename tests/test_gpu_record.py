@@ -446,3 +446,16 @@ def _check_lines(out: Path) -> list[str]:
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     return done.stdout.splitlines()
+
+
+def test_batches_past_the_largest_graph_are_named_as_the_graphs_stopping(tmp_path: Path) -> None:
+    """Graphs for batches 1, 2 and 4 serve for 3 s; then batches of 5 to 8 run eagerly for
+    6 s. No sampled window opens without a graph launch: the coverage bins say it."""
+    out = _out(tmp_path, "outgrow")
+    (line,) = _record(out, "outgrow.py", "--graphed-seconds", "3", "--eager-seconds", "6")
+    assert line["replays"] > 0 and line["eager_steps"] > 0
+    rec = _with_graphs(out)
+    assert sum(sum(b["launches"].values()) for b in rec.coverage["bins"]) == line["replays"]
+    lines = _check_lines(out)
+    stopped = next(x for x in lines if x.startswith(f"{out}: graphs-stopped: "))
+    assert "its largest graph is for batch 4" in stopped, stopped

@@ -103,6 +103,7 @@ def write_index(
     fallbacks: dict[str, Any],
     failures: list[dict[str, Any]],
     stale: list[dict[str, Any]],
+    coverage: dict[str, Any],
     ended: bool = False,
 ) -> None:
     """Rewrite the process's ``recording.json``; a failure becomes a note, never an error."""
@@ -133,6 +134,7 @@ def write_index(
     doc["capture_failures"] = failures
     doc["stale_pointers"] = stale
     doc["memory"] = dict(rec.memory)
+    doc["coverage"] = coverage
     doc["notes"] = list(rec.notes)
     path = rec.folder / recording.INDEX_NAME
     try:

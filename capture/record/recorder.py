@@ -22,6 +22,7 @@ from .. import callbacks, sites
 from .._cuda import driver
 from .bundles import Builder
 from .calls import Calls, Subscription
+from .coverage import Coverage
 from .failures import FailureWatch
 from .graphs import GraphWatch
 from .index import process_info, write_index
@@ -59,6 +60,7 @@ class Recorder(State):
         self.integrity = IntegrityCheck()
         self._integrity_ns = 0
         self.launches = LaunchSampler(self)
+        self.coverage = Coverage()
         self.skips = SkipListener()
         self.builder = Builder(self)
 
@@ -128,6 +130,7 @@ class Recorder(State):
                 self.attribution.deactivate()
             self.builder.build_pending()
             self.check_integrity()
+            self._bin_coverage(time.perf_counter_ns(), final=True)
             for life in list(self.lives):
                 self.builder.write(life, final=True)
         finally:
@@ -159,7 +162,14 @@ class Recorder(State):
             self.skips.fallbacks(),
             self.failures.as_list(),
             [s.as_dict(self.since_s, replays.get(s.graph, 0)) for s in self.integrity.found],
+            self.coverage.as_dict(),
             ended,
+        )
+
+    def _bin_coverage(self, now: int, final: bool = False) -> bool:
+        """Close a coverage bin when one is due (coverage.py); whether one closed."""
+        return self.coverage.tick(
+            self.since_s(now), self.lives_now(), self.launches.unknown_launches, final
         )
 
     def check_integrity(self) -> None:
@@ -200,6 +210,9 @@ class Recorder(State):
     def _tick(self) -> None:
         now = time.perf_counter_ns()
         launches = self.launches
+        # A closed bin does not rewrite the index by itself (a write holds the GIL for a
+        # while the program waits): it goes out with the next write, and at the end.
+        self._bin_coverage(now)
         capturing = self.graphs.capturing
         if self.skips.changed:
             self.skips.changed = False

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..recording import Recording, process_label
+from . import coverage
 from .lifecycle import (
     EAGER_SHARE_WARN_PCT,
     eager_share,
@@ -36,6 +37,7 @@ class Rules:
     no_failed_captures: bool = True
     no_stale_pointers: bool = True
     max_eager_share_pct: float | None = EAGER_SHARE_WARN_PCT  # as the catalog warns
+    no_graph_stop: bool = True
     no_rerecord: bool = True
     no_skips: bool = True
     max_graphs: int | None = None
@@ -50,6 +52,8 @@ class Rules:
             out.append("no graph replayed after a parameter it reads moved")
         if self.max_eager_share_pct is not None:
             out.append(f"eager share <= {self.max_eager_share_pct:g}%")
+        if self.no_graph_stop:
+            out.append("graphs launched to the end")
         if self.no_rerecord:
             out.append("no re-record with the same input shapes")
         if self.no_skips:
@@ -68,7 +72,8 @@ DEFAULT_RULES = Rules()
 class Violation:
     """One rule broken by one process: ``message`` is the line ``check`` prints."""
 
-    # incomplete, failed-capture, stale-pointer, eager-share, rerecord, skips, max-graphs, max-pool
+    # incomplete, failed-capture, stale-pointer, eager-share, graphs-stopped, rerecord, skips,
+    # max-graphs, max-pool
     rule: str
     process: str  # "pid 622 (hf_generate.py)"
     graph: str | None  # the first graph at fault, where one is
@@ -171,6 +176,12 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
                 f"{share:.0f}% of the GPU kernel time in the sampled windows ran outside "
                 f"graphs, more than {rules.max_eager_share_pct:g}% ({why})",
             )
+
+    if rules.no_graph_stop:
+        stopped = coverage.stop(rec)
+        if stopped is not None:
+            graph = stopped.last_graphs[0] if stopped.last_graphs else None
+            broke("graphs-stopped", graph, coverage.stop_text(stopped, rec))
 
     if rules.no_rerecord:
         same = [

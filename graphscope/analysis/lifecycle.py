@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..recording import Recording, process_label
+from . import coverage
 from .memory import Ledger, ledger, pool_total
 
 #: Above this share of kernel time outside graphs in the sampled windows, say so.
@@ -170,6 +171,7 @@ class ProcessReport:
     rows: list[dict[str, Any]]
     notes: list[Note]
     memory: Ledger | None = None  # the pools and what dropping a batch frees
+    launched: list[coverage.Span] = field(default_factory=list)  # each graph's span of the run
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -206,6 +208,9 @@ def notes(recording: Recording) -> list[Note]:
         out.append(
             Note("recording-stopped", "warning", f"recording stopped: {p.get('stop_reason')}")
         )
+    stopped = coverage.stop(recording)
+    if stopped is not None:
+        out.append(Note("graphs-stopped", "warning", coverage.stop_text(stopped, recording)))
     share = eager_share(recording)
     launches = sum(g["replays"] for g in graphs)
     if not graphs and recording.sampling.get("eager_kernels"):
@@ -353,6 +358,7 @@ def process_report(recording: Recording) -> ProcessReport:
         rows=catalog(recording),
         notes=notes(recording),
         memory=ledger(recording),
+        launched=coverage.spans(recording),
     )
 
 

@@ -1,0 +1,101 @@
+"""Coverage over the whole run: how many launches each graph served, interval by interval.
+
+The launch callback counts every graph launch already (``Life.replays``); the worker reads
+those counts as it ticks and closes a bin each ``bin_s`` seconds, so this costs the program
+nothing. Eager kernels are not binned: they are traced only in sampled windows, and their
+records arrive at a flush, long after they ran (``sampling`` keeps their totals). A run
+longer than ``MAX_BINS`` bins has its bins merged in pairs and ``bin_s`` doubled: an hour at
+one second a bin is 3,600 bins, 1,800 once merged, some tens of kilobytes of JSON.
+
+``graphscope.analysis.coverage`` reads the bins: when the graphs stopped being launched, and
+which graph served which part of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+BIN_S = 1.0
+MAX_BINS = 2048
+
+
+class Counted(Protocol):
+    id: str
+    replays: int
+
+
+class Coverage:
+    """Bins of launches per graph, oldest first."""
+
+    def __init__(self, bin_s: float = BIN_S, max_bins: int = MAX_BINS) -> None:
+        self.bin_s = bin_s
+        self.max_bins = max_bins
+        self.bins: list[dict[str, Any]] = []
+        self._seen: dict[str, int] = {}  # graph id -> its replays when the last bin closed
+        self._unknown = 0
+        self._open_at_s = 0.0
+
+    def tick(
+        self,
+        now_s: float,
+        lives: Iterable[Counted],
+        unknown_launches: int,
+        final: bool = False,
+    ) -> bool:
+        """Close the bin open since ``_open_at_s`` if ``bin_s`` has passed (or ``final``);
+        whether one closed. Launches counted since the last close are the closed bin's."""
+        if not final and now_s - self._open_at_s < self.bin_s:
+            return False
+        if final and now_s <= self._open_at_s and not self._pending(lives, unknown_launches):
+            return False
+        launches: dict[str, int] = {}
+        for life in lives:
+            before = self._seen.get(life.id, 0)
+            if life.replays > before:
+                launches[life.id] = life.replays - before
+            self._seen[life.id] = life.replays
+        self.bins.append(
+            {
+                "at_s": round(self._open_at_s, 3),
+                "launches": launches,
+                "unknown_launches": max(0, unknown_launches - self._unknown),
+            }
+        )
+        self._unknown = unknown_launches
+        # Bins start on whole intervals from the recorder's start. A tick that comes late
+        # (the program held the GIL) leaves no gap: what it counted is the closed bin's.
+        self._open_at_s += self.bin_s
+        while now_s - self._open_at_s >= self.bin_s:
+            self._open_at_s += self.bin_s
+        if len(self.bins) > self.max_bins:
+            self._merge()
+        return True
+
+    def _pending(self, lives: Iterable[Counted], unknown_launches: int) -> bool:
+        return unknown_launches > self._unknown or any(
+            life.replays > self._seen.get(life.id, 0) for life in lives
+        )
+
+    def _merge(self) -> None:
+        """Halve the bins: each pair becomes one of twice the width."""
+        merged = []
+        for i in range(0, len(self.bins), 2):
+            pair = self.bins[i : i + 2]
+            launches: dict[str, int] = {}
+            for b in pair:
+                for graph, n in b["launches"].items():
+                    launches[graph] = launches.get(graph, 0) + n
+            merged.append(
+                {
+                    "at_s": pair[0]["at_s"],
+                    "launches": launches,
+                    "unknown_launches": sum(b["unknown_launches"] for b in pair),
+                }
+            )
+        self.bins = merged
+        self.bin_s *= 2
+
+    def as_dict(self) -> dict[str, Any]:
+        """The index's ``coverage`` section."""
+        return {"bin_s": self.bin_s, "bins": [dict(b) for b in self.bins]}
