@@ -149,6 +149,15 @@ def test_compiled_modules_keep_the_paths_of_the_module_they_wrap() -> None:
     assert module_path("_orig_mod.layers.0.mlp") == "layers.0.mlp"
     assert module_path("layers.3._orig_mod.attn") == "layers.3.attn"  # one compiled layer
     assert module_path("model.layers.1") == "model.layers.1"
+    from graphscope.capture.attribution import module_names
+
+    wrapper, model, layer = object(), object(), object()
+
+    class Tree:  # stands for an OptimizedModule: named_modules() as torch gives it
+        def named_modules(self) -> list[tuple[str, object]]:
+            return [("", wrapper), ("_orig_mod", model), ("_orig_mod.layers.0", layer)]
+
+    assert module_names(Tree()) == {id(wrapper): "", id(model): "", id(layer): "layers.0"}
 
 
 def test_an_error_after_capture_names_its_phase_and_a_device_assert_says_the_context_is_lost():
