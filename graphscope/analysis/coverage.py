@@ -77,7 +77,7 @@ def stop(recording: Recording) -> Stop | None:
     width = float(cov["bin_s"])
 
     def launched(b: dict[str, Any]) -> int:
-        return sum(b["launches"].values()) + int(b.get("unknown_launches") or 0)
+        return int(sum(b["launches"].values())) + int(b.get("unknown_launches") or 0)
 
     with_launches = [i for i, b in enumerate(bins) if launched(b)]
     if not with_launches:
