@@ -33,14 +33,21 @@ def reason_text(message: str) -> str:
     forward: cache.add_(x)``. Torch names no input there; nor does this."""
     lines = message.strip().splitlines()
     head = re.sub(r"\.?\s*Found from\s*:?\s*$", "", lines[0].strip()) if lines else ""
-    frames = list(_FRAME.finditer(message))
+    where = innermost(message)
+    return (f"{head}: {where}" if where else head)[:REASON_CHARS]
+
+
+def innermost(stack: str) -> str | None:
+    """``model.py:31 in forward: self.cache.add_(x)``: the innermost frame of a stack as
+    Python prints it (``File "...", line N, in f`` and the line of code under it)."""
+    frames = list(_FRAME.finditer(stack))
     if not frames:
-        return head[:REASON_CHARS]
+        return None
     last = frames[-1]
-    after = message[last.end() :].splitlines()[1:]
+    after = stack[last.end() :].splitlines()[1:]
     code = next((line.strip() for line in after if line.strip()), "")
     where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
-    return (f"{head}: {where}" + (f": {code}" if code else ""))[:REASON_CHARS]
+    return f"{where}: {code}" if code else where
 
 
 _MOVED = re.compile(
@@ -58,15 +65,10 @@ def rerecord_text(message: str) -> str:
     moved = []
     for match in _MOVED.finditer(message):
         name, before, after, trace = match.groups()
-        text = f"{name} moved {int(before):#x} -> {int(after):#x}"
-        frames = list(_FRAME.finditer(trace or ""))
-        if frames:
-            last = frames[-1]
-            rest = (trace or "")[last.end() :].splitlines()[1:]
-            code = next((line.strip() for line in rest if line.strip()), "")
-            where = f"{Path(last.group(1)).name}:{last.group(2)} in {last.group(3)}"
-            text += f" ({where}" + (f": {code})" if code else ")")
-        moved.append(text)
+        where = innermost(trace or "")
+        moved.append(
+            f"{name} moved {int(before):#x} -> {int(after):#x}" + (f" ({where})" if where else "")
+        )
     if not moved:
         return " ".join(message.split())[:REASON_CHARS]
     return f"{head}: {'; '.join(moved)}"[: REASON_CHARS * 2]
