@@ -13,15 +13,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 import networkx as nx
-from dash import html
+import plotly.graph_objects as go
+from dash import dcc, html
 from dash.development.base_component import Component
 
+from graphscope.analysis import coverage
 from graphscope.analysis.buckets import BucketReport
 from graphscope.analysis.check import DEFAULT_RULES, check
 from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
-from graphscope.recording import process_label
+from graphscope.recording import Recording, process_label
 from graphscope.text import mib, render_ledger, step_rows, us
 
 from .sources import RecordedRun
@@ -466,6 +468,60 @@ def diagnosis(run: RecordedRun) -> Any:
     )
 
 
+#: Graphs drawn apart in the launch chart; the rest are one trace.
+_CHART_GRAPHS = 10
+
+
+def launches_chart(rec: Recording) -> go.Figure | None:
+    """Graph launches per second over the run, stacked by graph (its batch in the legend),
+    with the stretch where no graph was launched shaded: which graph served which part of
+    the run, and when the graphs stopped. None where the recording has no coverage."""
+    spans = coverage.spans(rec)
+    cov = rec.coverage
+    if not spans or not cov:
+        return None
+    width = float(cov["bin_s"])
+    bins = cov["bins"]
+    x = [float(b["at_s"]) + width / 2 for b in bins]
+    drawn = sorted(spans, key=lambda s: -s.launches)[:_CHART_GRAPHS]
+    fig = go.Figure()
+    for s in sorted(drawn, key=lambda s: (s.first_s, s.graph)):
+        name = f"{s.graph} (batch {s.batch})" if s.batch is not None else s.graph
+        y = [b["launches"].get(s.graph, 0) / width for b in bins]
+        fig.add_bar(x=x, y=y, width=width, name=name, hovertemplate="%{y:,.0f}/s at %{x:.0f} s")
+    kept = {s.graph for s in drawn}
+    rest = [
+        sum(n for g, n in b["launches"].items() if g not in kept) / width
+        + b.get("unknown_launches", 0) / width
+        for b in bins
+    ]
+    if any(rest):
+        fig.add_bar(x=x, y=rest, width=width, name="other graphs", marker_color="#999")
+    stopped = coverage.stop(rec)
+    if stopped is not None:
+        fig.add_vrect(
+            x0=stopped.at_s,
+            x1=stopped.until_s,
+            fillcolor="#d62728",
+            opacity=0.08,
+            line_width=0,
+            annotation_text="no graph launched",
+            annotation_position="top left",
+        )
+    fig.update_layout(
+        barmode="stack",
+        bargap=0,
+        height=200,
+        margin={"l": 60, "r": 10, "t": 24, "b": 36},
+        title={"text": "graph launches per second over the run", "font": {"size": 13}},
+        xaxis={"title": "seconds since recording began", "rangemode": "tozero"},
+        yaxis={"title": "launches/s", "tickformat": ",.0f"},
+        legend={"font": {"size": 11}},
+        plot_bgcolor="white",
+    )
+    return fig
+
+
 def catalog_page(runs: list[RecordedRun]) -> list[Any]:
     """Every graph of every recording: who captured it where, for which batch, how often it
     ran, its share of GPU time, its memory and its history; each id opens the graph."""
@@ -545,6 +601,15 @@ def catalog_page(runs: list[RecordedRun]) -> list[Any]:
                     html.Table(
                         [html.Tr([html.Th(h) for h in head]), *rows],
                         className="data catalog",
+                    )
+                )
+            chart = launches_chart(rec)
+            if chart is not None:
+                out.append(
+                    dcc.Graph(
+                        figure=chart,
+                        config={"displayModeBar": False},
+                        className="launches",
                     )
                 )
             ledger_lines: list[str] = []

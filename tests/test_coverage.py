@@ -142,3 +142,23 @@ def test_the_catalog_says_which_graph_served_which_seconds(
     render_recording("run", [process_report(rec)], lines.append)
     (said,) = [x for x in "".join(lines).splitlines() if "launched over the run" in x]
     assert said.endswith("g2 (batch 4) 0-2 s (4); g8 (batch 1) 1-2 s (1,200)")
+
+
+def test_the_catalog_page_charts_launches_per_second_and_shades_the_stop(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    from graphscope.app.pages import launches_chart
+
+    used = [{"g8": 120}, {"g8": 100, "g5": 40}, {"g2": 30}]
+    rec = recording_with(graphs=graphs, coverage=_bins(used + [{}] * 6))
+    fig = launches_chart(rec)
+    assert fig is not None
+    traces = {t.name: list(t.y) for t in fig.data}
+    assert traces == {
+        "g8 (batch 1)": [120, 100, 0, 0, 0, 0, 0, 0, 0],
+        "g5 (batch 2)": [0, 40, 0, 0, 0, 0, 0, 0, 0],
+        "g2 (batch 4)": [0, 0, 30, 0, 0, 0, 0, 0, 0],
+    }
+    (shade,) = fig.layout.shapes
+    assert (shade.x0, shade.x1) == (3.0, 9.0)
+    assert launches_chart(recording_with(graphs=graphs)) is None  # an older recording
