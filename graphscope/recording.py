@@ -204,8 +204,10 @@ def from_document(doc: Any, path: Path) -> Recording:
         entry.setdefault("nodes", [])
     memory: dict[str, Any] = doc.get("memory") or {}
     check(memory, RECORDING_MEMORY, path, "memory")
-    coverage: dict[str, Any] = doc.get("coverage") or {}
-    if coverage:
+    coverage: dict[str, Any] = doc.get("coverage", {})
+    if coverage is None:  # as an older writer might: no coverage
+        coverage = {}
+    if coverage != {}:  # a [] or "" is refused, not taken for none
         check(coverage, RECORDING_COVERAGE, path, "coverage")
         known = {g["id"] for g in checked}
         for i, b in enumerate(coverage["bins"]):

@@ -127,6 +127,9 @@ def test_bins_naming_no_graph_or_of_the_wrong_type_are_refused(
         recording_with(graphs=graphs, coverage=_bins([{"g99": 1}]))
     with pytest.raises(InputError, match="coverage"):
         recording_with(graphs=graphs, coverage={"bin_s": 1.0, "bins": [{"at_s": "soon"}]})
+    for wrong in ([], "", 0):
+        with pytest.raises(InputError, match="coverage"):
+            recording_with(graphs=graphs, coverage=wrong)
     older = recording_with(graphs=graphs)  # recordings made before coverage: nothing to say
     assert older.coverage == {} and coverage.stop(older) is None and coverage.spans(older) == []
 
