@@ -23,7 +23,7 @@ from graphscope.analysis.check import DEFAULT_RULES, check
 from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
-from graphscope.recording import Recording, process_label
+from graphscope.recording import Recording, graph_label, process_label
 from graphscope.text import mib, render_ledger, step_rows, us
 
 from .sources import RecordedRun
@@ -486,7 +486,7 @@ def launches_chart(rec: Recording) -> go.Figure | None:
     drawn = sorted(spans, key=lambda s: -s.launches)[:_CHART_GRAPHS]
     fig = go.Figure()
     for s in sorted(drawn, key=lambda s: (s.first_s, s.graph)):
-        name = f"{s.graph} (batch {s.batch})" if s.batch is not None else s.graph
+        name = graph_label(s.graph, s.batch)
         y = [b["launches"].get(s.graph, 0) / width for b in bins]
         fig.add_bar(x=x, y=y, width=width, name=name, hovertemplate="%{y:,.0f}/s at %{x:.0f} s")
     kept = {s.graph for s in drawn}

@@ -374,6 +374,11 @@ def program_name(argv: Any) -> str | None:
     return f"{path.parent.name}/{path.name}" if path.name == "__main__.py" else path.name
 
 
+def graph_label(graph: str, batch: int | None) -> str:
+    """``g5 (batch 2)``, or ``g5`` where the batch is not known."""
+    return graph if batch is None else f"{graph} (batch {batch})"
+
+
 def process_label(recording: Recording) -> str:
     """``rank 0 (pid 123, serve.py)`` or ``pid 123 (serve.py)``, for headings."""
     p = recording.process

@@ -12,6 +12,7 @@ from .analysis.memory import Ledger
 from .analysis.report import StepReport
 from .analysis.timing import read_eager_summary, read_timing
 from .errors import printable
+from .recording import graph_label
 
 Write = Callable[[str], Any]
 
@@ -289,7 +290,7 @@ def render_recording(
         render_ledger(r.memory, w)
         if r.launched:
             spans = [
-                f"{s.graph}{f' (batch {s.batch})' if s.batch is not None else ''} "
+                f"{graph_label(s.graph, s.batch)} "
                 f"{s.first_s:.0f}-{s.last_s:.0f} s ({_count(s.launches)})"
                 for s in r.launched[:top]
             ]
@@ -323,10 +324,7 @@ def render_ledger(book: Ledger | None, w: Write) -> None:
             f"graph pools are {share:.0f}% of it\n"
         )
     for p in book.pools:
-        held = ", ".join(
-            g + (f" (batch {b})" if b is not None else "")
-            for g, b in zip(p.graphs, p.batches, strict=True)
-        )
+        held = ", ".join(graph_label(g, b) for g, b in zip(p.graphs, p.batches, strict=True))
         if p.shared:
             frees = f"shared: freed only once all {len(p.graphs)} graphs are gone"
         else:

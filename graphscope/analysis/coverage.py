@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from graphscope.recording import Recording
+from graphscope.recording import Recording, graph_label
 
 #: A stop is reported when the run went on this long with no graph launched...
 STOP_MIN_S = 3.0
@@ -71,7 +71,7 @@ def spans(recording: Recording) -> list[Span]:
 def stop(recording: Recording) -> Stop | None:
     """When graphs were launched and then, for the rest of a long enough run, none was."""
     cov = recording.coverage
-    bins: list[dict[str, Any]] = cov.get("bins") or [] if cov else []
+    bins: list[dict[str, Any]] = cov.get("bins", []) if cov else []
     if not bins:
         return None
     width = float(cov["bin_s"])
@@ -100,9 +100,7 @@ def stop_text(s: Stop, recording: Recording) -> str:
     """``graphs were launched 2,140 times until 12 s, then none in the last 18 s of the run``,
     with the graphs last launched and their batches."""
     batch = {g["id"]: g.get("batch") for g in recording.graphs}
-    last = ", ".join(
-        f"{g} (batch {batch[g]})" if batch.get(g) is not None else g for g in s.last_graphs
-    )
+    last = ", ".join(graph_label(g, batch.get(g)) for g in s.last_graphs)
     biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
     hint = (
         f"; its largest graph is for batch {biggest}: a larger batch runs eagerly"
