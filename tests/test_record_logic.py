@@ -529,3 +529,37 @@ def test_the_reason_is_made_with_the_recording_s_inputs_once_torch_emptied_its_l
     assert _run() == "static input data pointer changed: arg0_1 moved 0x10 -> 0x30"
     recording = []
     assert _run() is None  # nothing to stand in: torch's helper refuses, and so no reason
+
+
+def test_a_re_record_s_inputs_made_by_one_line_are_one_entry_and_none_is_cut() -> None:
+    """A static KV cache moved: 2 lines made 24 inputs; torch names each (transformers 5)."""
+    from graphscope.capture.record.skips import REASON_CHARS, rerecord_text
+
+    def moved(name: str, at: int, line: int, code: str) -> str:
+        return (
+            f"input name: {name}. data pointer changed from {at} to {at + 4096}. input stack "
+            f'trace:   File "/venv/transformers/cache_utils.py", line {line}, in update\n'
+            f"    {code}\n\n"
+        )
+
+    keys = "self.keys.index_copy_(2, cache_position, key_states)"
+    values = "self.values.index_copy_(2, cache_position, value_states)"
+    message = "static input data pointer changed.\n" + "".join(
+        moved(f"arg{2 * i}_1", 1 << 20 + i, 482, keys)
+        + moved(f"arg{2 * i + 1}_1", 1 << 30 + i, 483, values)
+        for i in range(12)
+    )
+    assert rerecord_text(message) == (
+        "static input data pointer changed: 12 inputs moved, as arg0_1 moved 0x100000 -> "
+        f"0x101000 (cache_utils.py:482 in update: {keys}); 12 inputs moved, as arg1_1 moved "
+        f"0x40000000 -> 0x40001000 (cache_utils.py:483 in update: {values})"
+    )
+    # 30 inputs each from a line of its own: whole entries, then a count of the rest
+    many = "static input data pointer changed.\n" + "".join(
+        moved(f"p{i}", 1 << 20 + i, 100 + i, keys) for i in range(30)
+    )
+    text = rerecord_text(many)
+    assert len(text) <= REASON_CHARS * 2
+    kept = text.count(" moved ")
+    assert text.endswith(f"; and {30 - kept} more inputs") and 1 < kept < 30
+    assert text.split("; and ")[0].endswith(f"in update: {keys})")

@@ -60,18 +60,38 @@ _MOVED = re.compile(
 def rerecord_text(message: str) -> str:
     """What torch's CUDA graph trees computed for a re-record (``log_data_ptr_mismatch``), on
     one line: ``static input data pointer changed: primals_2 moved 0x7f00 -> 0x7f80
-    (model.py:12 in forward: y = self.w @ x)``, each input it names, in its order."""
+    (model.py:12 in forward: y = self.w @ x)``, each input it names, in its order.
+
+    Inputs made by the same line (a KV cache's 24 layers, written at one ``index_copy_``) are
+    one entry, its first input standing for the rest: ``12 inputs moved, as arg10_1 0x.. ->
+    0x.. (cache_utils.py:482 in update: ...)``. Entries that do not fit ``REASON_CHARS * 2``
+    are counted at the end, never cut mid-address."""
     head = message.strip().split("\n", 1)[0].strip().rstrip(".")
-    moved = []
+    groups: dict[str, list[tuple[str, int, int]]] = {}
     for match in _MOVED.finditer(message):
         name, before, after, trace = match.groups()
-        where = innermost(trace or "")
-        moved.append(
-            f"{name} moved {int(before):#x} -> {int(after):#x}" + (f" ({where})" if where else "")
-        )
-    if not moved:
+        # an input without a stack is its own entry: torch could not say where it came from
+        key = innermost(trace or "") or f"\0{name}"
+        groups.setdefault(key, []).append((name, int(before), int(after)))
+    if not groups:
         return " ".join(message.split())[:REASON_CHARS]
-    return f"{head}: {'; '.join(moved)}"[: REASON_CHARS * 2]
+    entries = []
+    for where, moved in groups.items():
+        name, before, after = moved[0]
+        first = f"{name} moved {before:#x} -> {after:#x}"
+        if len(moved) > 1:
+            first = f"{len(moved)} inputs moved, as {first}"
+        entries.append(first + ("" if where.startswith("\0") else f" ({where})"))
+    counts = [len(moved) for moved in groups.values()]
+    text = f"{head}: {entries[0]}"[: REASON_CHARS * 2]
+    for i, entry in enumerate(entries[1:], 1):
+        left = sum(counts[i:])
+        tail = f"; and {left} more input{'s' if left > 1 else ''}"
+        last = i == len(entries) - 1
+        if len(text) + 2 + len(entry) + (0 if last else len(tail)) > REASON_CHARS * 2:
+            return text + tail
+        text += f"; {entry}"
+    return text
 
 
 def torch_rerecord_reason(frame: Any, inputs: list[Any] | None = None) -> str | None:
