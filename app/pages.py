@@ -497,6 +497,33 @@ def launches_chart(rec: Recording) -> go.Figure | None:
     ]
     if any(rest):
         fig.add_bar(x=x, y=rest, width=width, name="other graphs", marker_color="#999")
+    # The probes while no graph was launched: kernels outside graphs per second they traced,
+    # on their own axis (a rate of eager kernels, not of launches).
+    probed = [
+        (xi, b["probe_kernels"] / (b["probe_ms"] / 1e3))
+        for xi, b in zip(x, bins, strict=True)
+        if b.get("probe_ms", 0) > 0 and "probe_kernels" in b
+    ]
+    if probed:
+        fig.add_scatter(
+            x=[p[0] for p in probed],
+            y=[p[1] for p in probed],
+            yaxis="y2",
+            mode="markers",
+            marker={"symbol": "x", "color": "#d62728", "size": 7},
+            name="eager kernels/s (probed)",
+            hovertemplate="%{y:,.0f} eager kernels/s at %{x:.0f} s",
+        )
+        fig.update_layout(
+            yaxis2={
+                "title": "eager kernels/s",
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "tickformat": ",.0f",
+                "showgrid": False,
+            }
+        )
     stopped = coverage.stop(rec)
     if stopped is not None:
         fig.add_vrect(
@@ -505,14 +532,15 @@ def launches_chart(rec: Recording) -> go.Figure | None:
             fillcolor="#d62728",
             opacity=0.08,
             line_width=0,
-            annotation_text="no graph launched",
+            annotation_text="no graph launched"
+            + {True: ": eager kernels ran", False: ": GPU idle", None: ""}[stopped.eager],
             annotation_position="top left",
         )
     fig.update_layout(
         barmode="stack",
         bargap=0,
         height=200,
-        margin={"l": 60, "r": 10, "t": 24, "b": 36},
+        margin={"l": 60, "r": 70 if probed else 10, "t": 24, "b": 36},
         title={"text": "graph launches per second over the run", "font": {"size": 13}},
         xaxis={"title": "seconds since recording began", "rangemode": "tozero"},
         yaxis={"title": "launches/s", "tickformat": ",.0f"},

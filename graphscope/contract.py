@@ -709,6 +709,11 @@ RECORDING_SAMPLING = Record(
         "graph_kernel_us": NUMBER,  # kernel time of the traced replays
         "eager_kernels": COUNT,  # kernels outside any graph while tracing was on
         "eager_kernel_us": NUMBER,
+        # the probes while no graph was launched (capture/record/launches.py): time traced,
+        # kernels seen and their GPU time
+        "probe_s": NUMBER,
+        "probe_kernels": COUNT,
+        "probe_kernel_us": NUMBER,
         "launches_of_unknown_graphs": COUNT,  # graphs instantiated before recording began
     }
 )
@@ -722,6 +727,11 @@ RECORDING_COVERAGE = Record(
                     "at_s": NUMBER,  # the bin's start, from the recorder's
                     "launches": Record({}, other=COUNT, says="an object of launch counts"),
                     "unknown_launches": COUNT,  # graphs made before recording began
+                    # where a probe traced in the bin: how long, the kernels it saw outside
+                    # graphs, and their GPU time
+                    "probe_ms": NUMBER,
+                    "probe_kernels": COUNT,
+                    "probe_kernel_us": NUMBER,
                 },
                 required=("at_s", "launches"),
             )

@@ -165,3 +165,114 @@ def test_the_catalog_page_charts_launches_per_second_and_shades_the_stop(
     (shade,) = fig.layout.shapes
     assert (shade.x0, shade.x1) == (3.0, 9.0)
     assert launches_chart(recording_with(graphs=graphs)) is None  # an older recording
+
+
+def _probed(
+    launches: list[dict[str, int]], probes: dict[int, tuple[float, int, float]]
+) -> dict[str, Any]:
+    """Bins as _bins, with what the recorder's probes saw in some: bin -> (ms, kernels, us)."""
+    out = _bins(launches)
+    for i, (ms, kernels, us) in probes.items():
+        out["bins"][i].update(probe_ms=ms, probe_kernels=kernels, probe_kernel_us=us)
+    return out
+
+
+def test_probes_are_binned_as_they_arrive_and_summed_when_bins_merge() -> None:
+    cov, g = Coverage(bin_s=1.0, max_bins=4), Life("g2")
+    g.replays = 10
+    assert cov.tick(1.0, [g], 0)
+    # a probe of 50 ms in the second second saw 400 kernels, 30 ms of GPU time
+    assert cov.tick(2.0, [g], 0, probed=(50_000_000, 400, 30_000_000))
+    assert cov.tick(3.0, [g], 0, probed=(50_000_000, 400, 30_000_000))  # nothing new
+    bins = cov.as_dict()["bins"]
+    assert "probe_ms" not in bins[0] and "probe_ms" not in bins[2]
+    assert (bins[1]["probe_ms"], bins[1]["probe_kernels"], bins[1]["probe_kernel_us"]) == (
+        50.0,
+        400,
+        30_000.0,
+    )
+    # records that arrive at exit, after the last bin closed, still close one
+    assert cov.tick(3.0, [g], 0, final=True, probed=(100_000_000, 900, 60_000_000))
+    assert cov.as_dict()["bins"][-1]["probe_kernels"] == 500
+    assert cov.tick(5.0, [g], 0, probed=(100_000_000, 900, 60_000_000))  # five: merged
+    merged = cov.as_dict()["bins"]
+    assert cov.bin_s == 2.0
+    assert sum(b.get("probe_kernels", 0) for b in merged) == 900
+    assert sum(b.get("probe_ms", 0) for b in merged) == 100.0
+
+
+def test_a_stop_while_the_gpu_ran_eager_kernels_is_a_fallback(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    used = [{"g8": 30}] * 4
+    probes = {i: (50.0, 1200, 35_000.0) for i in range(5, 12)}
+    rec = recording_with(graphs=graphs, coverage=_probed(used + [{}] * 8, probes))
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is True
+    assert found.probe_kernels == 8400 and found.probe_s == pytest.approx(0.35)
+    (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    assert "The program ran on eagerly: 8,400 kernels outside graphs in 350 ms" in (
+        violation.message
+    )
+    assert "(about 24,000/s, 245.0 ms of GPU time)" in violation.message
+    assert violation.message.endswith("largest graph is for batch 4: a larger batch runs eagerly")
+    (note,) = [n for n in notes(rec) if n.code == "graphs-stopped"]
+    assert note.severity == "warning"
+
+
+def test_a_stop_while_the_gpu_sat_idle_is_a_note_and_passes_check(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    """A compiled program that launched its graphs, then compiled another function (CPU
+    only) for the rest of the run: the probes saw no kernel."""
+    used = [{"g8": 30}] * 4
+    probes = {i: (50.0, 0, 0.0) for i in range(5, 12)}
+    rec = recording_with(graphs=graphs, coverage=_probed(used + [{}] * 8, probes))
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is False
+    assert not [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    (note,) = [n for n in notes(rec) if n.code == "graphs-stopped"]
+    assert note.severity == "info"
+    assert "No kernel ran in 350 ms of kernel tracing after the stop: the GPU sat idle" in (
+        note.title
+    )
+    assert "larger batch" not in note.title  # no guess at a batch past the largest graph
+
+
+def test_a_stop_without_probes_says_it_cannot_tell_eager_from_idle(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    rec = recording_with(graphs=graphs, coverage=_bins([{"g8": 30}] * 4 + [{}] * 8))
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is None
+    (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    assert "no probe of the GPU after the stop to tell which" in violation.message
+
+
+def test_the_launch_chart_draws_the_probes_eager_kernel_rate(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    from graphscope.app.pages import launches_chart
+
+    probes = {4: (50.0, 1000, 40_000.0), 5: (25.0, 0, 0.0)}
+    rec = recording_with(graphs=graphs, coverage=_probed([{"g8": 30}] * 4 + [{}] * 2, probes))
+    fig = launches_chart(rec)
+    assert fig is not None
+    (rate,) = [t for t in fig.data if t.name == "eager kernels/s (probed)"]
+    assert list(rate.x) == [4.5, 5.5] and list(rate.y) == [20_000.0, 0.0]
+    assert rate.yaxis == "y2"
+
+
+def test_a_few_stray_kernels_after_a_stop_are_not_an_eager_fallback(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    """The next function compiling, with a kernel now and then: 4 kernels in 350 ms."""
+    probes = {i: (50.0, 1 if i % 2 else 0, 3.0) for i in range(5, 12)}
+    rec = recording_with(graphs=graphs, coverage=_probed([{"g8": 30}] * 4 + [{}] * 8, probes))
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is False and found.probe_kernels == 4
+    assert not [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    (note,) = [n for n in notes(rec) if n.code == "graphs-stopped"]
+    assert "Only 4 kernels ran in 350 ms of kernel tracing after the stop (about 11/s)" in (
+        note.title
+    )

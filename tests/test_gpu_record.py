@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import graphscope
+from graphscope.analysis import coverage
 from graphscope.cli import main
 from graphscope.recording import Recording, Settings, load_recordings
 
@@ -438,6 +439,9 @@ def test_torch_compile_s_own_reason_for_recording_again_and_for_skipping(tmp_pat
     assert "static input data pointer changed" in rerecord and f":{reads} in forward" in rerecord
     skips = next(x for x in lines if x.startswith(f"{out}: skips: "))
     assert f"compile_rerecord.py:{mutates}" in skips, skips
+    # After its graphs the program compiles `accumulate` (CPU work) and runs it a few times:
+    # no fallback to eager, whatever the launch counts alone would suggest.
+    assert not [x for x in lines if x.startswith(f"{out}: graphs-stopped: ")], lines
 
 
 def _check_lines(out: Path) -> list[str]:
@@ -459,3 +463,8 @@ def test_batches_past_the_largest_graph_are_named_as_the_graphs_stopping(tmp_pat
     lines = _check_lines(out)
     stopped = next(x for x in lines if x.startswith(f"{out}: graphs-stopped: "))
     assert "its largest graph is for batch 4" in stopped, stopped
+    # the recorder's probes saw the eager steps: kernels outside graphs after the stop
+    assert "The program ran on eagerly: " in stopped, stopped
+    found = coverage.stop(rec)
+    assert found is not None and found.eager and found.probe_kernels > 0, found
+    assert rec.sampling["probe_kernels"] >= found.probe_kernels

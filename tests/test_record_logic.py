@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from types import FrameType, SimpleNamespace
 from typing import Any
@@ -563,3 +564,90 @@ def test_a_re_record_s_inputs_made_by_one_line_are_one_entry_and_none_is_cut() -
     kept = text.count(" moved ")
     assert text.endswith(f"; and {30 - kept} more inputs") and 1 < kept < 30
     assert text.split("; and ")[0].endswith(f"in update: {keys})")
+
+
+def test_a_probe_opens_once_graphs_stop_closes_the_window_left_open_and_counts_its_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The launch sampler's probe, its CUPTI calls stood in for: tracing switched on and off
+    in the right order, a probe's eager kernels told from a window's by when tracing went
+    on, and a launch during a probe closing it."""
+    import threading
+
+    from graphscope.capture.record import launches as mod
+
+    switched: list[bool] = []
+    clock = iter(range(100, 10_000, 100))  # CUPTI's timestamps where tracing goes on
+    monkeypatch.setattr(mod, "enable_kinds", lambda kinds, enable=True: switched.append(enable))
+    monkeypatch.setattr(mod, "cupti", lambda: SimpleNamespace(get_timestamp=lambda: next(clock)))
+    monkeypatch.setattr(
+        mod,
+        "callbacks",
+        SimpleNamespace(param_words=lambda cb, n: (cb[0],), correlation_id=lambda cb: cb[1]),
+    )
+    life = Life("g2", 7, 1, Capture(0, None, "torch"), 0, 0)
+    rec = SimpleNamespace(
+        settings=Settings(first=1, every_s=5.0, window=2),
+        by_exec={0xE: life},
+        by_exec_id={7: life},
+        records_lock=threading.Lock(),
+        stopped=False,
+        dirty=False,
+        since_s=lambda ns: 0.0,
+    )
+    sampler = mod.LaunchSampler(rec)  # type: ignore[arg-type]
+    sampler._launch((0xE, 1), exiting=False)  # the first launch: traced, tracing on at 100
+    sampler._launch((0xE, 1), exiting=True)
+    assert switched == [True] and sampler.tracing
+    now = sampler.last_launch_ns
+    assert not sampler.probe(now + 500_000_000, capturing=False)  # half a second: too soon
+    assert not sampler.probe(now + 2_000_000_000, capturing=True)  # nor while capturing
+    # two seconds with no launch: the window left open closes, and a probe opens at 200
+    sampler.last_launch_ns -= 2_000_000_000
+    assert sampler.probe(time.perf_counter_ns(), capturing=False)
+    assert switched == [True, False, True] and sampler.probing and not sampler.tracing
+    sampler.end_probe()
+    assert switched == [True, False, True, False] and not sampler.probing
+    assert sampler.probe_ns > 0
+    assert not sampler.probe(time.perf_counter_ns(), capturing=False)  # one a second
+    sampler.consume(
+        [
+            {"graph_node_id": EXEC | 1, "start": 120, "end": 130, "correlation_id": 1},
+            {"graph_node_id": 0, "start": 150, "end": 160, "correlation_id": 2},  # window's
+            {"graph_node_id": 0, "start": 210, "end": 240, "correlation_id": 3},  # probe's
+            {"graph_node_id": 0, "start": 260, "end": 300, "correlation_id": 4},  # probe's
+        ]
+    )
+    assert (sampler.eager_kernels, sampler.eager_kernel_ns) == (1, 10)
+    assert (sampler.probe_kernels, sampler.probe_kernel_ns) == (2, 70)
+    assert life.timed.records[1] == [(EXEC | 1, 120, 130)]
+    # a probe open when the program launches again: the launch closes it, untraced
+    sampler._probed_ns = 0
+    sampler.last_launch_ns -= 2_000_000_000
+    assert sampler.probe(time.perf_counter_ns(), capturing=False)
+    sampler._launch((0xE, 9), exiting=False)
+    assert not sampler.probing and switched[-1] is False and not sampler.tracing
+    sampler.end_probe()  # the worker's close finds it closed: nothing switched
+    assert switched[-1] is False and len(switched) == 6
+    summary = sampler.summary([life])
+    assert summary["probe_kernels"] == 2 and summary["probe_s"] > 0
+
+
+def test_no_probe_opens_with_periodic_sampling_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from graphscope.capture.record import launches as mod
+
+    switched: list[bool] = []
+    monkeypatch.setattr(mod, "enable_kinds", lambda kinds, enable=True: switched.append(enable))
+    rec = SimpleNamespace(
+        settings=Settings(first=0, every_s=0, window=0),
+        by_exec={},
+        by_exec_id={},
+        records_lock=threading.Lock(),
+        stopped=False,
+        since_s=lambda ns: 0.0,
+    )
+    sampler = mod.LaunchSampler(rec)  # type: ignore[arg-type]
+    sampler.last_launch_ns = time.perf_counter_ns() - 5_000_000_000
+    assert not sampler.probe(time.perf_counter_ns(), capturing=False) and switched == []

@@ -2,8 +2,10 @@
 
 The launch callback counts every graph launch already (``Life.replays``); the worker reads
 those counts as it ticks and closes a bin each ``bin_s`` seconds, so this costs the program
-nothing. Eager kernels are not binned: they are traced only in sampled windows, and their
-records arrive at a flush, long after they ran (``sampling`` keeps their totals). A run
+nothing. The windows' eager kernels are not binned (``sampling`` keeps their totals); the
+probes' are (launches.py): while no graph is launched, a bin says how long probes traced
+and how many kernels they saw, counted as their records arrive (a flush, up to a few
+seconds after they ran: a probe's kernels can land in a later bin than the probe). A run
 longer than ``MAX_BINS`` bins has its bins merged in pairs and ``bin_s`` doubled: an hour is
 450 bins of 8 s. The index is rewritten while the program runs, so it stays small: 600 bins
 of a process launching 67 graphs (vLLM's sizes) are under half a megabyte of JSON.
@@ -19,6 +21,8 @@ from typing import Any, Protocol
 
 BIN_S = 1.0
 MAX_BINS = 600
+#: What a bin says of the probes that traced in it, where any did.
+PROBE_KEYS = ("probe_ms", "probe_kernels", "probe_kernel_us")
 
 
 class Counted(Protocol):
@@ -35,6 +39,7 @@ class Coverage:
         self.bins: list[dict[str, Any]] = []
         self._seen: dict[str, int] = {}  # graph id -> its replays when the last bin closed
         self._unknown = 0
+        self._probed = (0, 0, 0)  # probe ns, kernels, kernel ns when the last bin closed
         self._open_at_s = 0.0
 
     def tick(
@@ -43,12 +48,20 @@ class Coverage:
         lives: Iterable[Counted],
         unknown_launches: int,
         final: bool = False,
+        probed: tuple[int, int, int] = (0, 0, 0),
     ) -> bool:
         """Close the bin open since ``_open_at_s`` if ``bin_s`` has passed (or ``final``);
-        whether one closed. Launches counted since the last close are the closed bin's."""
+        whether one closed. Launches counted since the last close are the closed bin's, and
+        so are the probes' counts (``probed``: ns traced, kernels seen, their GPU ns, all
+        told)."""
         if not final and now_s - self._open_at_s < self.bin_s:
             return False
-        if final and now_s <= self._open_at_s and not self._pending(lives, unknown_launches):
+        if (
+            final
+            and now_s <= self._open_at_s
+            and not self._pending(lives, unknown_launches)
+            and probed == self._probed
+        ):
             return False
         launches: dict[str, int] = {}
         for life in lives:
@@ -56,14 +69,21 @@ class Coverage:
             if life.replays > before:
                 launches[life.id] = life.replays - before
             self._seen[life.id] = life.replays
-        self.bins.append(
-            {
-                "at_s": round(self._open_at_s, 3),
-                "launches": launches,
-                "unknown_launches": max(0, unknown_launches - self._unknown),
-            }
+        closed: dict[str, Any] = {
+            "at_s": round(self._open_at_s, 3),
+            "launches": launches,
+            "unknown_launches": max(0, unknown_launches - self._unknown),
+        }
+        probe_ns, kernels, kernel_ns = (
+            max(0, now - then) for now, then in zip(probed, self._probed, strict=True)
         )
+        if probe_ns or kernels:
+            closed["probe_ms"] = round(probe_ns / 1e6, 3)
+            closed["probe_kernels"] = kernels
+            closed["probe_kernel_us"] = round(kernel_ns / 1e3, 3)
+        self.bins.append(closed)
         self._unknown = unknown_launches
+        self._probed = probed
         # Bins start on whole intervals from the recorder's start. A tick that comes late
         # (the program held the GIL) leaves no gap: what it counted is the closed bin's.
         self._open_at_s += self.bin_s
@@ -87,13 +107,15 @@ class Coverage:
             for b in pair:
                 for graph, n in b["launches"].items():
                     launches[graph] = launches.get(graph, 0) + n
-            merged.append(
-                {
-                    "at_s": pair[0]["at_s"],
-                    "launches": launches,
-                    "unknown_launches": sum(b["unknown_launches"] for b in pair),
-                }
-            )
+            one: dict[str, Any] = {
+                "at_s": pair[0]["at_s"],
+                "launches": launches,
+                "unknown_launches": sum(b["unknown_launches"] for b in pair),
+            }
+            for key in PROBE_KEYS:
+                if any(key in b for b in pair):
+                    one[key] = round(sum(b.get(key, 0) for b in pair), 3)
+            merged.append(one)
         self.bins = merged
         self.bin_s *= 2
 

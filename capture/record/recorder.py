@@ -27,7 +27,7 @@ from .failures import FailureWatch
 from .graphs import GraphWatch
 from .index import process_info, write_index
 from .integrity import IntegrityCheck
-from .launches import LaunchSampler
+from .launches import PROBE_S, LaunchSampler
 from .skips import SkipListener
 from .state import State
 
@@ -168,8 +168,13 @@ class Recorder(State):
 
     def _bin_coverage(self, now: int, final: bool = False) -> bool:
         """Close a coverage bin when one is due (coverage.py); whether one closed."""
+        launches = self.launches
         return self.coverage.tick(
-            self.since_s(now), self.lives_now(), self.launches.unknown_launches, final
+            self.since_s(now),
+            self.lives_now(),
+            launches.unknown_launches,
+            final,
+            (launches.probe_ns, launches.probe_kernels, launches.probe_kernel_ns),
         )
 
     def check_integrity(self) -> None:
@@ -214,6 +219,9 @@ class Recorder(State):
         # while the program waits): it goes out with the next write, and at the end.
         self._bin_coverage(now)
         capturing = self.graphs.capturing
+        if launches.probe(now, bool(capturing)):
+            self._wake.wait(PROBE_S)  # the program runs on; finish() cuts the probe short
+            launches.end_probe()
         if self.skips.changed:
             self.skips.changed = False
             self.dirty = True

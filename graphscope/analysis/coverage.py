@@ -4,7 +4,9 @@ Reads a recording's ``coverage`` bins (graph launches per interval, counted at e
 by ``graphscope record``). A program that falls off its graphs (a batch larger than its
 largest graph, a guard that fails for good) keeps running with no graph launched: the
 sampled windows open only at graph launches, so the eager share cannot see it, but the bins
-do.
+do. What the program did instead, the recorder's probes say (a bin's ``probe_*``): kernels
+outside graphs mean it ran on eagerly; none, that the GPU sat idle (compiling, loading, done
+with its steps). A recording without probes says neither.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from graphscope.recording import Recording, graph_label
 STOP_MIN_S = 3.0
 #: ...and for at least this share of the time since the first launch.
 STOP_MIN_SHARE = 0.2
+#: Kernels a second after a stop that make it a fallback to eager. One eager decode step is
+#: hundreds of kernels, at several steps a second; compiling the next function, loading or
+#: sampling on the CPU leaves a few stray kernels a second at most.
+EAGER_MIN_RATE = 100.0
 
 
 @dataclass(frozen=True)
@@ -39,10 +45,26 @@ class Stop:
     until_s: float  # the end of the recording
     launches_before: int
     last_graphs: list[str]  # the graphs launched in the last bin that had launches
+    probe_s: float = 0.0  # how long the recorder's probes traced kernels after at_s
+    probe_kernels: int = 0  # kernels they saw outside any graph
+    probe_kernel_us: float = 0.0
 
     @property
     def seconds(self) -> float:
         return self.until_s - self.at_s
+
+    @property
+    def eager_rate(self) -> float | None:
+        """Kernels outside graphs a second after the stop, as the probes saw them; None where
+        no probe traced then (an older recording, ``--every 0``)."""
+        return self.probe_kernels / self.probe_s if self.probe_s > 0 else None
+
+    @property
+    def eager(self) -> bool | None:
+        """Whether the program ran on eagerly after the stop (``EAGER_MIN_RATE``), rather
+        than leaving the GPU (nearly) idle; None where no probe says."""
+        rate = self.eager_rate
+        return None if rate is None else rate >= EAGER_MIN_RATE
 
 
 def spans(recording: Recording) -> list[Span]:
@@ -88,29 +110,54 @@ def stop(recording: Recording) -> Stop | None:
     since_first = until - float(bins[first]["at_s"])
     if until - at < STOP_MIN_S or since_first <= 0 or (until - at) / since_first < STOP_MIN_SHARE:
         return None
+    after = bins[last + 1 :]
     return Stop(
         at_s=at,
         until_s=until,
         launches_before=sum(launched(b) for b in bins[: last + 1]),
         last_graphs=sorted(g for g, n in bins[last]["launches"].items() if n > 0),
+        probe_s=sum(float(b.get("probe_ms", 0)) for b in after) / 1e3,
+        probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in after),
+        probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in after),
     )
 
 
 def stop_text(s: Stop, recording: Recording) -> str:
     """``graphs were launched 2,140 times until 12 s, then none in the last 18 s of the run``,
-    with the graphs last launched and their batches."""
+    with the graphs last launched and their batches, and what the probes saw after."""
     batch = {g["id"]: g.get("batch") for g in recording.graphs}
     last = ", ".join(graph_label(g, batch.get(g)) for g in s.last_graphs)
+    head = (
+        f"graphs were launched {s.launches_before:,} times until {s.at_s:.0f} s, then none in "
+        f"the last {s.seconds:.0f} s of the run ({100 * s.seconds / s.until_s:.0f}% of it)"
+        + (f"; the last launched: {last}" if last else "")
+    )
+    probed = f"{s.probe_s * 1e3:,.0f} ms of kernel tracing after the stop"
+    rate = s.eager_rate or 0.0
+    if s.eager is False:
+        seen = (
+            f"Only {s.probe_kernels:,} kernels ran in {probed} (about {rate:,.0f}/s): the GPU "
+            "was nearly idle"
+            if s.probe_kernels
+            else f"No kernel ran in {probed}: the GPU sat idle"
+        )
+        return (
+            f"{head}. {seen}, so the program stopped its steps or worked on the CPU "
+            "(compiling, loading), rather than running eagerly"
+        )
     biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
     hint = (
         f"; its largest graph is for batch {biggest}: a larger batch runs eagerly"
         if biggest is not None
         else ""
     )
+    if s.eager:
+        return (
+            f"{head}. The program ran on eagerly: {s.probe_kernels:,} kernels outside graphs "
+            f"in {probed} (about {rate:,.0f}/s, {s.probe_kernel_us / 1e3:,.1f} ms of GPU time)"
+            + hint
+        )
     return (
-        f"graphs were launched {s.launches_before:,} times until {s.at_s:.0f} s, then none in "
-        f"the last {s.seconds:.0f} s of the run ({100 * s.seconds / s.until_s:.0f}% of it)"
-        + (f"; the last launched: {last}" if last else "")
-        + ". The program ran on without its graphs (eagerly, or idle) or stopped its steps"
-        + hint
+        f"{head}. The program ran on without its graphs (eagerly, or idle) or stopped its "
+        "steps; the recording has no probe of the GPU after the stop to tell which" + hint
     )

@@ -210,7 +210,8 @@ def notes(recording: Recording) -> list[Note]:
         )
     stopped = coverage.stop(recording)
     if stopped is not None:
-        out.append(Note("graphs-stopped", "warning", coverage.stop_text(stopped, recording)))
+        level = "info" if stopped.eager is False else "warning"
+        out.append(Note("graphs-stopped", level, coverage.stop_text(stopped, recording)))
     share = eager_share(recording)
     launches = sum(g["replays"] for g in graphs)
     if not graphs and recording.sampling.get("eager_kernels"):
