@@ -625,10 +625,11 @@ def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked()
     (diagnosis,) = [c for c in page if getattr(c, "className", None) == "diagnosis"]
     text = shown_text([diagnosis])
     assert "1 rule broken (checked: complete, " in text and "rerecord: " in text
-    assert "g8 was recorded again after g5 with the same input shapes" in text
+    assert "g10 was recorded again after g6 with the same input shapes" in text
+    assert "static input data pointer changed: 4 inputs moved" in text
     (link,) = _buttons([diagnosis])
-    assert link.children == "g8"
-    assert registry.load(link.id["source"]).graph.graph["recording"]["id"] == "g8"
+    assert link.children == "g10"
+    assert registry.load(link.id["source"]).graph.graph["recording"]["id"] == "g10"
 
 
 def test_hover_labels_wrap_long_kernel_names() -> None:

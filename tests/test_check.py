@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from graphscope.analysis import coverage
 from graphscope.analysis.check import DEFAULT_RULES, Rules, check
 from graphscope.cli import main
 from graphscope.recording import load_recordings
@@ -36,11 +37,18 @@ def test_generate_called_twice_fails_on_the_graph_recorded_again_and_names_the_p
 ) -> None:
     code, out, _ = _run([str(RECORDINGS / "hf-generate")], capsys)
     assert code == 1 and len(out) == 1
-    assert out[0] == (
-        f"{RECORDINGS / 'hf-generate'}: rerecord: pid 1105 (hf_generate.py): g8 was recorded "
-        "again after g5 with the same input shapes at generic.py:933 in wrapper (from "
-        "hf_generate.py:43 in main); the recording holds no reason from the engine"
+    head = (
+        f"{RECORDINGS / 'hf-generate'}: rerecord: pid 942 (hf_generate.py): g10 was recorded "
+        "again after g6 with the same input shapes at generic.py:933 in wrapper (from "
+        "hf_generate.py:43 in main): static input data pointer changed: "
     )
+    assert out[0].startswith(head), out[0]
+    # torch's reason, read by the recorder: the static cache's tensors moved (a new cache for
+    # the second call), grouped by the line of transformers that made them
+    why = out[0][len(head) :]
+    assert why.startswith("4 inputs moved, as arg10_1 moved 0x7fa1b1da6400 -> 0x7fa1b1da8800 ")
+    assert "(cache_utils.py:482 in update: self.keys.index_copy_(2, cache_position, key_" in why
+    assert "3 inputs moved, as arg11_1 moved" in why and "cache_utils.py:483 in update" in why
 
 
 def test_naming_rules_checks_only_those_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,14 +120,14 @@ def test_planted_faults_each_break_their_rule(
 
 def test_check_as_a_function_and_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     result = check(load_recordings(RECORDINGS / "hf-generate"), DEFAULT_RULES)
-    assert [(v.rule, v.graph) for v in result.violations] == [("rerecord", "g8")]
+    assert [(v.rule, v.graph) for v in result.violations] == [("rerecord", "g10")]
     assert (
         check(load_recordings(RECORDINGS / "hf-generate"), Rules(no_rerecord=False)).violations
         == []
     )
     code, out, _ = _run([str(RECORDINGS / "hf-generate"), "--json"], capsys)
     doc = json.loads("\n".join(out))
-    assert code == 1 and doc["passed"] is False and doc["violations"][0]["graph"] == "g8"
+    assert code == 1 and doc["passed"] is False and doc["violations"][0]["graph"] == "g10"
 
 
 @pytest.mark.parametrize(
@@ -139,3 +147,42 @@ def test_bad_input_is_one_line(
     monkeypatch.chdir(RECORDINGS.parent.parent)
     code, out, err = _run(args, capsys)
     assert code == 2 and out == [] and err.count("\n") == 1 and said in err, err
+
+
+def test_a_loop_outgrowing_its_largest_graph_fails_on_the_stop_the_probes_saw_run_eagerly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/outgrow: graphs for batches 1, 2 and 4 for 3 s, then batches of 5
+    to 8 eagerly for 6 s. No graph launch opens a sampled window then; the probes did."""
+    code, out, _ = _run([str(RECORDINGS / "outgrow")], capsys)
+    assert code == 1
+    (stopped,) = [x for x in out if ": graphs-stopped: " in x]
+    assert "graphs were launched 16,541 times until 4 s, then none in the last 6 s" in stopped
+    assert "The program ran on eagerly: 6,745 kernels outside graphs in 251 ms" in stopped
+    assert stopped.endswith("its largest graph is for batch 4: a larger batch runs eagerly")
+    (rec,) = [r for r in load_recordings(RECORDINGS / "outgrow") if r.graphs]
+    assert sorted(g["batch"] for g in rec.graphs) == [1, 2, 4]
+
+
+def test_compile_rerecord_names_the_moved_weight_and_the_mutating_line_and_no_stop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/compile-rerecord: the weight rebound under a compiled model, then a
+    compiled function that mutates its input. Its graphs stop being launched while the next
+    function compiles: the probes saw no kernel, so that is no fallback."""
+    code, out, _ = _run([str(RECORDINGS / "compile-rerecord")], capsys)
+    assert code == 1
+    rules = [line.split(": ")[1] for line in out]
+    assert rules == ["eager-share", "rerecord", "skips"]
+    assert (
+        "g10 was recorded again after g6 with the same input shapes at compile_rerecord.py:27 in "
+        "forward: static input data pointer changed: arg0_1 moved 0x7f91c1e00000 -> "
+        "0x7f91c1e41000 (compile_rerecord.py:28 in forward: return torch.relu(self.proj(x)) + x)"
+    ) in out[1]
+    assert (
+        "mutated inputs (1 instances): compile_rerecord.py:32 in accumulate: total.add_(x)"
+        in (out[2])
+    )
+    (rec,) = [r for r in load_recordings(RECORDINGS / "compile-rerecord") if r.graphs]
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is False and found.probe_kernels == 0

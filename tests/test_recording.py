@@ -40,7 +40,7 @@ def test_every_sample_recording_loads_with_its_bundles_and_dumps(name: str) -> N
     folder = RECORDINGS / name
     assert is_recording(folder)
     run = json.loads((folder / "run.json").read_text())
-    assert run["exit_status"] == 0 and run["device"] == "NVIDIA H200"
+    assert run["exit_status"] == 0 and run["device"].startswith(("NVIDIA H200", "NVIDIA H100"))
     manifest = [
         json.loads(line) for line in (RECORDINGS / "manifest.jsonl").read_text().splitlines()
     ]
@@ -87,7 +87,10 @@ def test_a_graph_recorded_again_with_the_same_shapes_is_a_warning() -> None:
     # the second generate() call of batch 1: a new static cache, so the graph is recorded again
     (line,) = [d for d in same.details if " again after " in d]
     g = next(g for g in rec.graphs if line.startswith(g["id"] + " "))
-    assert g["batch"] == 1 and g["rerecord_reason"] == "same input shapes"
+    # torch's own reason: the static cache's tensors are new ones
+    assert g["batch"] == 1
+    assert g["rerecord_reason"].startswith("static input data pointer changed: 4 inputs moved")
+    assert "cache_utils.py:482 in update: self.keys.index_copy_" in line
     assert all(g["capturer"] == "inductor" for g in rec.graphs)
     assert rec.graphs[0]["program_site"]["file"].endswith("hf_generate.py")
 
