@@ -852,7 +852,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-stale-pointers",
         action="store_true",
         help="no graph replayed after a parameter it reads moved or went away (a weight "
-        "reload that rebinds storage)",
+        "reload that rebinds storage), or after an allocation it reads was freed (a static "
+        "input or cache made anew)",
     )
     chk.add_argument(
         "--max-eager-share",

@@ -756,6 +756,8 @@ RECORDING_STALE_POINTER = Record(
         "pointers": COUNT,
         "at_s": NUMBER,  # when the recorder saw it
         "replays_since": COUNT,  # launches of the graph after that
+        # for an allocator block (buffer "block 0x... (N bytes)"): "was freed", ...
+        "why": _OPTIONAL_TEXT,
     },
     required=("graph", "buffer", "was", "at_s"),
 )

@@ -617,8 +617,8 @@ def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked()
     clean = pages.catalog_page([registry.add_recording(recordings / "torch-buckets", "b")])
     assert "Diagnosis (graphscope check)" in shown_text(clean)
     assert (
-        "passed: complete, no failed stream capture, no graph replayed after a parameter it "
-        "reads moved, eager share <= 50%"
+        "passed: complete, no failed stream capture, no graph replayed after memory it reads "
+        "moved or was freed, eager share <= 50%"
     ) in shown_text(clean)
     run = registry.add_recording(recordings / "hf-generate", "hf")
     page = pages.catalog_page([run])

@@ -167,6 +167,37 @@ def test_a_weight_reload_that_copies_in_place_leaves_the_graph_sound(tmp_path: P
     assert main(["check", str(out), "--no-stale-pointers"]) == 0
 
 
+def test_a_static_input_made_anew_under_a_live_graph_is_named(tmp_path: Path) -> None:
+    """The graph's token buffer freed after the program rested (the recorder read the graph
+    then) and replayed on for 12 s: the next read of the allocator's map finds the block
+    free, and the replays after it are counted."""
+    out = _out(tmp_path, "freed-input")
+    (line,) = _record(out, "freed_input.py", "--seconds", "12")
+    assert line["graph_against_eager_max_abs"] > 0  # the graph reads the old tokens
+    rec = _with_graphs(out)
+    (graph,) = rec.graphs
+    (block,) = [s for s in rec.stale_pointers if s["buffer"].startswith("block ")]
+    assert block["graph"] == graph["id"] and block["why"].startswith("was freed"), block
+    assert block["nodes"] and 0 < block["replays_since"] <= line["replays"]
+    # the embedding's gather reads the tokens
+    G = graphscope.load(rec.bundle_path(graph))
+    names = {str(G.nodes[n].get("short_name")) for n in block["nodes"]}
+    assert any("index" in n or "embedding" in n.lower() for n in names), names
+    assert not [s for s in rec.stale_pointers if s["buffer"].startswith("param:")]
+    lines = _check_lines(out)
+    stale = next(x for x in lines if x.startswith(f"{out}: stale-pointer: "))
+    assert f"{graph['id']} points into block 0x" in stale and "was freed" in stale, stale
+
+
+def test_a_static_input_copied_into_leaves_the_graph_sound(tmp_path: Path) -> None:
+    out = tmp_path / "freed-input-copy"
+    (line,) = _record(out, "freed_input.py", "--seconds", "3", "--copy")
+    assert line["graph_against_eager_max_abs"] < 1e-2
+    rec = _with_graphs(out)
+    assert rec.stale_pointers == []
+    assert main(["check", str(out), "--no-stale-pointers"]) == 0
+
+
 def test_every_call_watched_for_failed_captures_is_one_cupti_knows() -> None:
     from graphscope.capture.record import failures
 

@@ -192,3 +192,113 @@ def test_the_recorded_sample_names_each_rebound_weight_its_graph_reads(samples: 
     assert "param:embed.weight" in {s["buffer"] for s in stale}
     (violation,) = check([rec]).violations
     assert violation.rule == "stale-pointer" and f"and {len(stale) - 1} more" in violation.message
+
+
+# -- allocator blocks (capture/record/blocks.py) ---------------------------------------------
+
+
+def _segments(*blocks: tuple[int, int, str], pool: tuple[int, int] = (0, 0)) -> list[dict]:
+    """One snapshot segment holding ``blocks`` ((address, size, state)), as torch gives it."""
+    start = blocks[0][0]
+    return [
+        {
+            "address": start,
+            "total_size": sum(b[1] for b in blocks),
+            "segment_pool_id": pool,
+            "blocks": [{"address": a, "size": n, "state": state} for a, n, state in blocks],
+        }
+    ]
+
+
+def test_a_graph_watches_the_allocated_blocks_outside_its_pool_and_the_parameters() -> None:
+    from graphscope.capture.record.blocks import BlockMap, watches
+
+    G = _graph()  # n4 reads 0x9000, the others parameters
+    G.add_node("n5", pointers=[{"address": 0x9010}, {"address": 0x20_0000}])  # its own pool
+    G.add_node("n6", pointers=[{"address": 0xA100}])  # a block free when the graph was read
+    snapshot = _segments((0x9000, 0x200, "active_allocated"), (0x9200, 0x200, "inactive"))
+    snapshot += _segments((0xA000, 0x200, "inactive"))
+    snapshot += _segments((0x20_0000, 0x1000, "active_allocated"), pool=(1, 0))
+    found = watches(G, BlockMap(snapshot), (1, 0))
+    assert list(found) == [0x9000]
+    assert found[0x9000].nodes == ["n4", "n5"] and found[0x9000].pointers == 2
+    # with no pool known, a block of any pool is watched
+    assert sorted(watches(G, BlockMap(snapshot), None)) == [0x9000, 0x20_0000]
+
+
+def test_blocks_tile_their_segment_where_torch_gives_no_address() -> None:
+    from graphscope.capture.record.blocks import BlockMap
+
+    snapshot = _segments((0x9000, 0x200, "inactive"), (0x9200, 0x400, "active_allocated"))
+    for b in snapshot[0]["blocks"]:
+        del b["address"]
+    found = BlockMap(snapshot).find(0x9300)
+    assert found is not None and (found.start, found.size, found.active) == (0x9200, 0x400, True)
+    assert BlockMap(snapshot).find(0x9600) is None
+
+
+def test_a_block_freed_or_taken_by_another_allocation_is_filed_once() -> None:
+    from graphscope.capture.record.blocks import BlockMap, watches
+
+    life = _life(_model())
+    life.blocks = watches(
+        life.graph, BlockMap(_segments((0x9000, 0x200, "active_allocated"))), (1, 0)
+    )
+    check_ = IntegrityCheck()
+    same = BlockMap(_segments((0x9000, 0x200, "active_allocated")))
+    assert check_.run_blocks([life], same, 10) == []  # as it was
+    life.replays = 7
+    freed = BlockMap(_segments((0x9000, 0x400, "inactive")))  # merged with its neighbour
+    (stale,) = check_.run_blocks([life], freed, 20)
+    assert (stale.graph, stale.buffer, stale.was, stale.now, stale.why) == (
+        "g5",
+        "block 0x9000 (512 bytes)",
+        0x9000,
+        None,
+        "was freed",
+    )
+    assert stale.nodes == ["n4"] and stale.replays_at == 7
+    assert check_.run_blocks([life], freed, 30) == []  # filed once
+    entry = stale.as_dict(lambda ns: ns / 10, 19)
+    assert entry["why"] == "was freed" and entry["replays_since"] == 12
+    # another graph whose block is now inside a larger allocation; one whose segment is gone
+    other, gone = _life(_model(), "g8"), _life(_model(), "g9")
+    other.blocks = dict(life.blocks)
+    gone.blocks = dict(life.blocks)
+    (taken,) = check_.run_blocks(
+        [other], BlockMap(_segments((0x8E00, 0x800, "active_allocated"))), 40
+    )
+    assert taken.now == 0x8E00 and taken.why == (
+        "was freed; its address is now in another allocation of 2,048 bytes"
+    )
+    (returned,) = check_.run_blocks([gone], BlockMap([]), 50)
+    assert returned.why == "was freed and its memory returned to the driver"
+
+
+def test_check_names_a_block_freed_under_a_graph_replayed_after(recording_with: Any) -> None:
+    block = {
+        **STALE,
+        "buffer": "block 0x9000 (512 bytes)",
+        "was": 0x9000,
+        "now": None,
+        "nodes": ["n4"],
+        "pointers": 1,
+        "why": "was freed",
+    }
+    rec = recording_with(stale_pointers=[block])
+    (violation,) = check([rec]).violations
+    assert violation.message == (
+        "pid 42 (serve.py): g5 points into block 0x9000 (512 bytes), allocated when the graph "
+        "was read; it was freed (1 pointers of nodes n4): the graph was replayed 12 times "
+        "after, reading the old memory"
+    )
+    with pytest.raises(recording.InputError, match=r"stale_pointers\[0\]\.why"):
+        recording_with(stale_pointers=[{**block, "why": 3}])
+
+
+def test_a_block_freed_under_a_graph_never_launched_after_is_not_kept() -> None:
+    from graphscope.capture.record.integrity import worth_keeping
+
+    moved = {**STALE, "replays_since": 0}
+    freed = {**STALE, "buffer": "block 0x9000 (512 bytes)", "why": "was freed"}
+    assert worth_keeping([moved, {**freed, "replays_since": 0}, freed]) == [moved, freed]

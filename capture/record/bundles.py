@@ -27,6 +27,7 @@ from ..pointers import (
     regions_of,
     segment_regions,
 )
+from .blocks import BlockMap, watches
 from .index import entry
 from .lives import median_us
 
@@ -70,6 +71,7 @@ class Builder:
                 segments, spans = [], None
                 rec.note(f"could not read the allocator's memory map: {exc}")
         found: list[Region] | None = None  # modules alive now, for graphs none ran in
+        block_map: BlockMap | None = None
         for life in pending:
             pointers = None
             if spans is not None:
@@ -82,6 +84,11 @@ class Builder:
                 pointers = PointerMap(regions or [], spans)
             # kept: the integrity check compares it with where the parameters are later
             self._build(life, pointers, segments)
+            if segments and life.graph is not None:
+                if block_map is None:
+                    block_map = BlockMap(segments)
+                pool = life.capture.pool if life.capture is not None else None
+                life.blocks = watches(life.graph, block_map, pool)
 
     def _read_clone(self, life: Life) -> None:
         """Dump and read the clone made at instantiation, then destroy it."""

@@ -11,9 +11,11 @@ parameter a graph points into that has moved since, or is gone, is a :class:`Sta
 filed once, with the nodes that point at the old address; ``replays_since`` then counts the
 launches that read it.
 
-What is checked is the parameters and buffers of those modules. Pointers into activations,
-KV caches and other allocator blocks are not: the index's findings say so, never that the
-graph is clean beyond them.
+What is checked here is the parameters and buffers of those modules; the other allocator
+blocks a graph points into (static inputs, KV caches) are checked by :meth:`run_blocks`
+(``blocks.py``). Pointers into memory torch's allocator does not hold (another framework's,
+``cudaMalloc``'s) are not checked: the index's findings say so, never that the graph is
+clean beyond them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..pointers import tree_spans
+from .blocks import BlockMap, block_name, what_became
 
 if TYPE_CHECKING:
     from .lives import Life
@@ -42,9 +45,10 @@ class Stale:
     pointers: int  # how many pointers of the graph point into it
     at_ns: int  # when the recorder saw it
     replays_at: int  # the graph's replays then
+    why: str | None = None  # for an allocator block: "was freed", ...
 
     def as_dict(self, since_s: Any, replays: int) -> dict[str, Any]:
-        return {
+        out = {
             "graph": self.graph,
             "buffer": self.buffer,
             "was": self.was,
@@ -54,6 +58,9 @@ class Stale:
             "at_s": since_s(self.at_ns),
             "replays_since": max(0, replays - self.replays_at),
         }
+        if self.why is not None:
+            out["why"] = self.why
+        return out
 
 
 @dataclass
@@ -83,6 +90,13 @@ def uses_of(G: Any) -> dict[str, Use]:
 def roots_of(trees: list[tuple[str, Any, Any]]) -> list[tuple[str, weakref.ref[Any]]]:
     """``(prefix, weak root)`` of each tree a graph's parameters were named from."""
     return [(prefix, weakref.ref(root)) for prefix, root, _ in trees]
+
+
+def worth_keeping(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The findings an index keeps: a moved parameter always; an allocator block freed under
+    a graph only once the graph was launched after (a program that frees a graph's input and
+    never launches it again has no fault, and neither has one that is ending)."""
+    return [s for s in entries if "why" not in s or s["replays_since"]]
 
 
 class IntegrityCheck:
@@ -140,6 +154,36 @@ class IntegrityCheck:
                     pointers=use.pointers,
                     at_ns=seen_ns,
                     replays_at=replays_at,
+                )
+                self.found.append(stale)
+                new.append(stale)
+        return new
+
+    def run_blocks(self, lives: list[Life], blocks: BlockMap, now_ns: int) -> list[Stale]:
+        """File each block a live graph points into that is no longer the allocation it was
+        when the graph was read (``blocks.py``); the findings new since the last run."""
+        new: list[Stale] = []
+        for life in lives:
+            if not life.blocks or life.destroyed_ns is not None:
+                continue
+            for start, watch in life.blocks.items():
+                if start in life.blocks_filed:
+                    continue
+                became = what_became(watch, blocks)
+                if became is None:
+                    continue
+                life.blocks_filed.add(start)
+                why, now = became
+                stale = Stale(
+                    graph=life.id,
+                    buffer=block_name(watch.block),
+                    was=start,
+                    now=now,
+                    nodes=list(watch.nodes),
+                    pointers=watch.pointers,
+                    at_ns=now_ns,
+                    replays_at=life.replays,
+                    why=why,
                 )
                 self.found.append(stale)
                 new.append(stale)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..attribution import RawLabel
     from ..introspect import KernelReader
     from ..pointers import TreeSpans
+    from .blocks import Watch
     from .integrity import Use
 
 LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
@@ -90,6 +91,10 @@ class Life:
     # names filed as stale (integrity.py)
     param_moved: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     param_filed: set[str] = field(default_factory=set)
+    # The allocator blocks outside its pool and the parameters that it points into, as they
+    # were when it was read, by first byte; and those filed as changed since (blocks.py).
+    blocks: dict[int, Watch] | None = None
+    blocks_filed: set[int] = field(default_factory=set)
     dot_tmp: Path | None = None
     bundle: str | None = None
     dot: str | None = None

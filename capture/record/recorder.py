@@ -20,13 +20,14 @@ from graphscope.recording import Settings
 
 from .. import callbacks, sites
 from .._cuda import driver
+from .blocks import BLOCKS_EVERY_S, BLOCKS_MAX_SHARE, BlockMap
 from .bundles import Builder
 from .calls import Calls, Subscription
 from .coverage import Coverage
 from .failures import FailureWatch
 from .graphs import GraphWatch
 from .index import process_info, write_index
-from .integrity import IntegrityCheck
+from .integrity import IntegrityCheck, worth_keeping
 from .launches import PROBE_S, LaunchSampler
 from .skips import SkipListener
 from .state import State
@@ -59,6 +60,8 @@ class Recorder(State):
         self.graphs.failures = self.failures
         self.integrity = IntegrityCheck()
         self._integrity_ns = 0
+        self._blocks_ns = 0
+        self._blocks_every_s = BLOCKS_EVERY_S
         self.launches = LaunchSampler(self)
         self.coverage = Coverage()
         self.skips = SkipListener()
@@ -156,12 +159,15 @@ class Recorder(State):
     def write_index(self, ended: bool = False) -> None:
         lives = self.lives_now()
         replays = {life.id: life.replays for life in lives}
+        stale = worth_keeping(
+            [s.as_dict(self.since_s, replays.get(s.graph, 0)) for s in self.integrity.found]
+        )
         write_index(
             self,
             self.launches.summary(lives),
             self.skips.fallbacks(),
             self.failures.as_list(),
-            [s.as_dict(self.since_s, replays.get(s.graph, 0)) for s in self.integrity.found],
+            stale,
             self.coverage.as_dict(),
             ended,
         )
@@ -182,6 +188,23 @@ class Recorder(State):
         now = time.perf_counter_ns()
         self._integrity_ns = now
         if self.integrity.run(self.lives_now(), now):
+            self.changed()
+
+    def check_blocks(self) -> None:
+        """Whether the allocator blocks the live graphs point into are still the allocations
+        they were (blocks.py): one read of torch's memory map, at most 1% of the time."""
+        torch = self.torch
+        started = time.perf_counter_ns()
+        self._blocks_ns = started
+        if torch is None or not torch.cuda.is_initialized():
+            return
+        try:
+            blocks = BlockMap(torch.cuda.memory_snapshot())
+        except Exception:  # the map could not be read: the check waits for the next turn
+            return
+        spent_s = (time.perf_counter_ns() - started) / 1e9
+        self._blocks_every_s = max(BLOCKS_EVERY_S, spent_s / BLOCKS_MAX_SHARE)
+        if self.integrity.run_blocks(self.lives_now(), blocks, started):
             self.changed()
 
     def changed(self) -> None:
@@ -229,6 +252,12 @@ class Recorder(State):
         # walk takes milliseconds (3,203 tensors: 2.4 ms in C on a 2-core development VM).
         if not capturing and now - self._integrity_ns >= INTEGRITY_EVERY_S * 1e9:
             self.check_integrity()
+        if (
+            not capturing
+            and now - self._blocks_ns >= self._blocks_every_s * 1e9
+            and any(life.blocks for life in self.lives)
+        ):
+            self.check_blocks()
         busy = max(self.last_grab_ns, launches.last_launch_ns)
         idle = now - busy >= BUILD_QUIET_S * 1e9 and not capturing
         waited = [life for life in self.lives if life.unread]

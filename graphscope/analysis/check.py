@@ -49,7 +49,7 @@ class Rules:
         if self.no_failed_captures:
             out.append("no failed stream capture")
         if self.no_stale_pointers:
-            out.append("no graph replayed after a parameter it reads moved")
+            out.append("no graph replayed after memory it reads moved or was freed")
         if self.max_eager_share_pct is not None:
             out.append(f"eager share <= {self.max_eager_share_pct:g}%")
         if self.no_graph_stop:

@@ -31,7 +31,9 @@ def site_text(site: Any) -> str | None:
 #: What the recorder's pointer check covers (capture/record/integrity.py).
 STALE_COVERAGE = (
     "checked: pointers into the parameters and buffers of the modules each graph was captured "
-    "under; not checked: pointers into activations, caches and other allocator blocks"
+    "under, and into the other blocks of torch's allocator outside the graph's pool (static "
+    "inputs, caches) every 10 s; not checked: memory torch's allocator does not hold, and a "
+    "block freed and allocated again at the same address and size"
 )
 
 
@@ -62,13 +64,19 @@ def failure_text(f: dict[str, Any]) -> str:
 
 def stale_text(s: dict[str, Any]) -> str:
     """One stale pointer finding (``RECORDING_STALE_POINTER``) in a sentence."""
-    now = "is gone" if s.get("now") is None else f"moved to {s['now']:#x}"
     nodes = s.get("nodes") or []
     shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
-    text = (
-        f"{s['graph']} points at {s['buffer']} where it was, {s['was']:#x}; it {now} "
-        f"({s.get('pointers', len(nodes))} pointers of nodes {shown})"
-    )
+    pointers = f"({s.get('pointers', len(nodes))} pointers of nodes {shown})"
+    if s.get("why"):  # an allocator block: a static input or cache freed under the graph
+        text = (
+            f"{s['graph']} points into {s['buffer']}, allocated when the graph was read; "
+            f"it {s['why']} {pointers}"
+        )
+    else:
+        now = "is gone" if s.get("now") is None else f"moved to {s['now']:#x}"
+        text = (
+            f"{s['graph']} points at {s['buffer']} where it was, {s['was']:#x}; it {now} {pointers}"
+        )
     since = s.get("replays_since", 0)
     return text + (
         f": the graph was replayed {since:,} times after, reading the old memory"
@@ -255,7 +263,8 @@ def notes(recording: Recording) -> list[Note]:
                 "stale-pointers",
                 "warning",
                 f"{len(graphs_hit)} graph(s) kept pointing at parameters that moved or went "
-                "away while they lived (a weight reload that rebinds storage)",
+                "away, or at memory freed, while they lived (a weight reload that rebinds "
+                "storage, a static input or cache made anew)",
                 [stale_text(s) for s in stale[:10]] + [STALE_COVERAGE],
             )
         )
