@@ -714,6 +714,7 @@ RECORDING_SAMPLING = Record(
         "probe_s": NUMBER,
         "probe_kernels": COUNT,
         "probe_kernel_us": NUMBER,
+        "probe_batches": Record({}, other=COUNT, says="an object of batch counts"),
         "launches_of_unknown_graphs": COUNT,  # graphs instantiated before recording began
     }
 )
@@ -732,6 +733,8 @@ RECORDING_COVERAGE = Record(
                     "probe_ms": NUMBER,
                     "probe_kernels": COUNT,
                     "probe_kernel_us": NUMBER,
+                    # the eager steps' batches the probes saw on the program's stacks
+                    "probe_batches": Record({}, other=COUNT, says="an object of batch counts"),
                 },
                 required=("at_s", "launches"),
             )

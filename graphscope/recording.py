@@ -215,6 +215,9 @@ def from_document(doc: Any, path: Path) -> Recording:
             strange = set(b["launches"]) - known
             if strange:
                 raise _fail(path, f"coverage.bins[{i}].launches", f"names no graph: {min(strange)}")
+            odd = [k for k in b.get("probe_batches") or {} if not _is_batch(k)]
+            if odd:
+                raise _fail(path, f"coverage.bins[{i}].probe_batches", f"no batch size: {odd[0]!r}")
     return Recording(
         path=path,
         process=process,
@@ -228,6 +231,11 @@ def from_document(doc: Any, path: Path) -> Recording:
         memory=memory,
         coverage=coverage,
     )
+
+
+def _is_batch(key: str) -> bool:
+    """A batch size as JSON keys hold it: a decimal number from 1 (no sign, no spaces)."""
+    return key.isascii() and key.isdigit() and len(key) <= 12 and int(key) >= 1
 
 
 def load_recording(path: str | os.PathLike[str]) -> Recording:

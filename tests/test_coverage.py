@@ -4,6 +4,8 @@ what ``check`` and the catalog say when the graphs stop being launched (issue 26
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,3 +278,87 @@ def test_a_few_stray_kernels_after_a_stop_are_not_an_eager_fallback(
     assert "Only 4 kernels ran in 350 ms of kernel tracing after the stop (about 11/s)" in (
         note.title
     )
+
+
+class _Module:
+    """Stands in for ``torch.nn.Module``: step_batch asks only isinstance."""
+
+
+class _Tensor:
+    def __init__(self, *shape: int) -> None:
+        self.shape, self.dtype = shape, "int64"
+
+
+class _Model(_Module):
+    def __init__(self) -> None:
+        self.layer = _Layer()
+
+    def forward(self, tokens: _Tensor, pos: _Tensor) -> None:
+        self.layer.forward(_Tensor(tokens.shape[0] * 3, 8))  # an inner module: not the step
+
+
+class _Layer(_Module):
+    inside = threading.Event()
+    release = threading.Event()
+
+    def forward(self, hidden: _Tensor) -> None:
+        _Layer.inside.set()
+        _Layer.release.wait(10)
+
+
+def test_a_probe_reads_the_eager_step_s_batch_from_the_outermost_forward_on_a_stack() -> None:
+    from collections import Counter
+
+    from graphscope.capture.record.batches import sample, step_batch
+
+    model = _Model()
+    worker = threading.Thread(target=model.forward, args=(_Tensor(6, 1), _Tensor(1)))
+    worker.start()
+    try:
+        assert _Layer.inside.wait(10)
+        counts: Counter[int] = Counter()
+        sample(counts, _Module)
+        sample(counts, _Module)
+        assert counts == Counter({6: 2})  # dim 0 of the model's tokens, not the layer's 18
+        assert step_batch(sys._getframe(), _Module) is None  # this thread runs no module
+    finally:
+        _Layer.release.set()
+        worker.join()
+
+
+def test_the_probes_batches_are_binned_as_deltas_and_merged() -> None:
+    from collections import Counter
+
+    cov, g = Coverage(bin_s=1.0, max_bins=2), Life("g2")
+    assert cov.tick(1.0, [g], 0, batches=Counter({6: 2}))
+    assert cov.tick(2.0, [g], 0, batches=Counter({6: 3, 8: 1}))
+    bins = cov.as_dict()["bins"]
+    assert bins[0]["probe_batches"] == {"6": 2} and bins[1]["probe_batches"] == {"6": 1, "8": 1}
+    assert cov.tick(3.0, [g], 0, batches=Counter({6: 3, 8: 1}))  # three bins: merged
+    (merged, last) = cov.as_dict()["bins"]
+    assert merged["probe_batches"] == {"6": 3, "8": 1} and "probe_batches" not in last
+
+
+def test_a_stop_names_the_eager_batches_past_the_largest_graph(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    bins = _probed([{"g8": 30}] * 4 + [{}] * 8, {i: (50.0, 1200, 35_000.0) for i in range(5, 12)})
+    bins["bins"][6]["probe_batches"] = {"5": 3, "8": 2}
+    bins["bins"][9]["probe_batches"] = {"5": 1}
+    rec = recording_with(graphs=graphs, coverage=bins)
+    found = coverage.stop(rec)
+    assert found is not None and found.batches == {5: 4, 8: 2}
+    (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    assert violation.message.endswith(
+        "eager steps' batches on the program's stack (samples): 5 (4), 8 (2): all larger than "
+        "its largest graph, batch 4"
+    )
+    bins["bins"][9]["probe_batches"] = {"2": 1}  # a batch that has a graph ran eagerly too
+    rec = recording_with(graphs=graphs, coverage=bins)
+    (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    assert violation.message.endswith(
+        "2 (1), 5 (3), 8 (2): batch 2 has a graph, so batch size is not the whole reason"
+    )
+    bins["bins"][9]["probe_batches"] = {"0x5": 1}
+    with pytest.raises(InputError, match=r"coverage\.bins\[9\]\.probe_batches: no batch size"):
+        recording_with(graphs=graphs, coverage=bins)

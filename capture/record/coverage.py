@@ -16,6 +16,7 @@ which graph served which part of the run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -40,6 +41,7 @@ class Coverage:
         self._seen: dict[str, int] = {}  # graph id -> its replays when the last bin closed
         self._unknown = 0
         self._probed = (0, 0, 0)  # probe ns, kernels, kernel ns when the last bin closed
+        self._batches: Counter[int] = Counter()  # the probes' batch samples then
         self._open_at_s = 0.0
 
     def tick(
@@ -49,11 +51,12 @@ class Coverage:
         unknown_launches: int,
         final: bool = False,
         probed: tuple[int, int, int] = (0, 0, 0),
+        batches: Counter[int] | None = None,
     ) -> bool:
         """Close the bin open since ``_open_at_s`` if ``bin_s`` has passed (or ``final``);
         whether one closed. Launches counted since the last close are the closed bin's, and
         so are the probes' counts (``probed``: ns traced, kernels seen, their GPU ns, all
-        told)."""
+        told; ``batches``: the eager steps' batches the probes saw, all told)."""
         if not final and now_s - self._open_at_s < self.bin_s:
             return False
         if (
@@ -61,6 +64,7 @@ class Coverage:
             and now_s <= self._open_at_s
             and not self._pending(lives, unknown_launches)
             and probed == self._probed
+            and (batches or Counter()) == self._batches
         ):
             return False
         launches: dict[str, int] = {}
@@ -81,9 +85,14 @@ class Coverage:
             closed["probe_ms"] = round(probe_ns / 1e6, 3)
             closed["probe_kernels"] = kernels
             closed["probe_kernel_us"] = round(kernel_ns / 1e3, 3)
+        seen = Counter(batches or {})
+        new = seen - self._batches
+        if new:
+            closed["probe_batches"] = {str(b): n for b, n in sorted(new.items())}
         self.bins.append(closed)
         self._unknown = unknown_launches
         self._probed = probed
+        self._batches = seen
         # Bins start on whole intervals from the recorder's start. A tick that comes late
         # (the program held the GIL) leaves no gap: what it counted is the closed bin's.
         self._open_at_s += self.bin_s
@@ -115,6 +124,11 @@ class Coverage:
             for key in PROBE_KEYS:
                 if any(key in b for b in pair):
                     one[key] = round(sum(b.get(key, 0) for b in pair), 3)
+            seen: Counter[str] = Counter()
+            for b in pair:
+                seen.update(b.get("probe_batches") or {})
+            if seen:
+                one["probe_batches"] = dict(sorted(seen.items(), key=lambda kv: int(kv[0])))
             merged.append(one)
         self.bins = merged
         self.bin_s *= 2

@@ -17,6 +17,7 @@ import bisect
 import contextlib
 import threading
 import time
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from .. import callbacks
@@ -37,6 +38,7 @@ PROBE_AFTER_S = 1.0
 #: an eager program 0.19 to 0.34 us per kernel (DESIGN.md): 5% of a second of that, at most.
 PROBE_S = 0.05
 PROBE_EVERY_S = 1.0
+PROBE_SAMPLES = 5  # looks at the program's stacks in each, for the batch (batches.py)
 _EPOCHS_KEPT = 256  # tracing starts remembered to tell a probe's records from a window's
 
 
@@ -69,6 +71,7 @@ class LaunchSampler:
         self.probe_ns = 0  # time traced by probes, all told
         self.probe_kernels = 0  # kernels they saw, outside any graph
         self.probe_kernel_ns = 0
+        self.probe_batches: Counter[int] = Counter()  # eager steps' batches seen (batches.py)
 
     def subscriptions(self, calls: Calls) -> list[Subscription]:
         return calls.watch(("cudaGraphLaunch", "cuGraphLaunch"), self._launch)
@@ -269,5 +272,6 @@ class LaunchSampler:
             "probe_s": self.probe_ns / 1e9,
             "probe_kernels": self.probe_kernels,
             "probe_kernel_us": self.probe_kernel_ns / 1e3,
+            "probe_batches": {str(b): n for b, n in sorted(self.probe_batches.items())},
             "launches_of_unknown_graphs": self.unknown_launches,
         }

@@ -20,6 +20,7 @@ from graphscope.recording import Settings
 
 from .. import callbacks, sites
 from .._cuda import driver
+from . import batches
 from .blocks import BLOCKS_EVERY_S, BLOCKS_MAX_SHARE, BlockMap
 from .bundles import Builder
 from .calls import Calls, Subscription
@@ -28,7 +29,7 @@ from .failures import FailureWatch
 from .graphs import GraphWatch
 from .index import process_info, write_index
 from .integrity import IntegrityCheck, worth_keeping
-from .launches import PROBE_S, LaunchSampler
+from .launches import PROBE_S, PROBE_SAMPLES, LaunchSampler
 from .skips import SkipListener
 from .state import State
 
@@ -181,6 +182,7 @@ class Recorder(State):
             launches.unknown_launches,
             final,
             (launches.probe_ns, launches.probe_kernels, launches.probe_kernel_ns),
+            launches.probe_batches,
         )
 
     def check_integrity(self) -> None:
@@ -243,7 +245,14 @@ class Recorder(State):
         self._bin_coverage(now)
         capturing = self.graphs.capturing
         if launches.probe(now, bool(capturing)):
-            self._wake.wait(PROBE_S)  # the program runs on; finish() cuts the probe short
+            # The program runs on; a launch or finish() cuts the probe short. Its stacks are
+            # sampled meanwhile for the batch of each eager step (batches.py).
+            module_type = batches.module_type_of(self.torch)
+            ends = now + PROBE_S * 1e9
+            while launches.probing and not self.stopped and time.perf_counter_ns() < ends:
+                time.sleep(PROBE_S / PROBE_SAMPLES)
+                if module_type is not None and launches.probing:
+                    batches.sample(launches.probe_batches, module_type)
             launches.end_probe()
         if self.skips.changed:
             self.skips.changed = False

@@ -11,7 +11,7 @@ with its steps). A recording without probes says neither.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphscope.recording import Recording, graph_label
@@ -48,6 +48,8 @@ class Stop:
     probe_s: float = 0.0  # how long the recorder's probes traced kernels after at_s
     probe_kernels: int = 0  # kernels they saw outside any graph
     probe_kernel_us: float = 0.0
+    # the eager steps' batches the probes caught on the program's stack: batch -> samples
+    batches: dict[int, int] = field(default_factory=dict)
 
     @property
     def seconds(self) -> float:
@@ -119,7 +121,16 @@ def stop(recording: Recording) -> Stop | None:
         probe_s=sum(float(b.get("probe_ms", 0)) for b in after) / 1e3,
         probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in after),
         probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in after),
+        batches=_batches(after),
     )
+
+
+def _batches(bins: list[dict[str, Any]]) -> dict[int, int]:
+    seen: dict[int, int] = {}
+    for b in bins:
+        for batch, n in (b.get("probe_batches") or {}).items():
+            seen[int(batch)] = seen.get(int(batch), 0) + int(n)
+    return dict(sorted(seen.items()))
 
 
 def stop_text(s: Stop, recording: Recording) -> str:
@@ -145,12 +156,27 @@ def stop_text(s: Stop, recording: Recording) -> str:
             f"{head}. {seen}, so the program stopped its steps or worked on the CPU "
             "(compiling, loading), rather than running eagerly"
         )
-    biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
+    sizes = {b for b in batch.values() if isinstance(b, int)}
+    biggest = max(sizes, default=None)
     hint = (
         f"; its largest graph is for batch {biggest}: a larger batch runs eagerly"
         if biggest is not None
         else ""
     )
+    if s.batches and s.eager:
+        caught = ", ".join(f"{b} ({n})" for b, n in list(s.batches.items())[:8])
+        caught += ", ..." if len(s.batches) > 8 else ""
+        hint = f"; eager steps' batches on the program's stack (samples): {caught}"
+        if biggest is not None and min(s.batches) > biggest:
+            hint += f": all larger than its largest graph, batch {biggest}"
+        elif biggest is not None:
+            covered = sorted(b for b in s.batches if b in sizes)
+            hint += (
+                f": batch {', '.join(map(str, covered))} has a graph, so batch size is not "
+                "the whole reason"
+                if covered
+                else f"; its largest graph is for batch {biggest}"
+            )
     if s.eager:
         return (
             f"{head}. The program ran on eagerly: {s.probe_kernels:,} kernels outside graphs "
