@@ -540,11 +540,19 @@ def launches_chart(rec: Recording) -> go.Figure | None:
         barmode="stack",
         bargap=0,
         height=200,
-        margin={"l": 60, "r": 70 if probed else 10, "t": 24, "b": 36},
+        margin={"l": 60, "r": 80 if probed else 10, "t": 24, "b": 36},
         title={"text": "graph launches per second over the run", "font": {"size": 13}},
         xaxis={"title": "seconds since recording began", "rangemode": "tozero"},
         yaxis={"title": "launches/s", "tickformat": ",.0f"},
-        legend={"font": {"size": 11}},
+        # One row above the plot: a legend at the right would sit on the second axis.
+        legend={
+            "font": {"size": 11},
+            "orientation": "h",
+            "x": 1,
+            "xanchor": "right",
+            "y": 1.02,
+            "yanchor": "bottom",
+        },
         plot_bgcolor="white",
     )
     return fig
