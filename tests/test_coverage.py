@@ -362,3 +362,35 @@ def test_a_stop_names_the_eager_batches_past_the_largest_graph(
     bins["bins"][9]["probe_batches"] = {"0x5": 1}
     with pytest.raises(InputError, match=r"coverage\.bins\[9\]\.probe_batches: no batch size"):
         recording_with(graphs=graphs, coverage=bins)
+
+
+def test_a_stretch_of_eager_steps_between_graph_launches_is_a_lapse(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    """Graphs for 3 s, 5 s of eager steps at batch 6 (a batch past the largest graph), graphs
+    again; then a quiet 4 s with the GPU idle (a server between requests), graphs again."""
+    used = [{"g8": 30}] * 3 + [{}] * 5 + [{"g2": 20}] * 2 + [{}] * 4 + [{"g2": 20}] * 2
+    probes = {i: (50.0, 1000, 30_000.0) for i in range(4, 8)}
+    probes.update({i: (50.0, 0, 0.0) for i in range(11, 14)})
+    bins = _probed(used, probes)
+    bins["bins"][5]["probe_batches"] = {"6": 4}
+    rec = recording_with(graphs=graphs, coverage=bins)
+    assert coverage.stop(rec) is None
+    (lapse,) = coverage.lapses(rec)  # the idle stretch is none
+    assert (lapse.at_s, lapse.until_s, lapse.launches_before) == (3.0, 8.0, 90)
+    (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
+    assert violation.graph == "g8"
+    assert violation.message == (
+        "pid 42 (serve.py): no graph was launched from 3 s to 8 s (5 s, after 90 launches; the "
+        "last: g8 (batch 1)) while the program ran on eagerly: 4,000 kernels outside graphs in "
+        "200 ms of kernel tracing (about 20,000/s); eager steps' batches on the program's stack "
+        "(samples): 6 (4): all larger than its largest graph, batch 4; then graphs were launched "
+        "again"
+    )
+    (note,) = [n for n in notes(rec) if n.code == "graphs-lapsed"]
+    assert note.severity == "warning" and note.details == [violation.message.split(": ", 1)[1]]
+    from graphscope.app.pages import launches_chart
+
+    fig = launches_chart(rec)
+    assert fig is not None
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(3.0, 8.0)]

@@ -179,10 +179,14 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
 
     if rules.no_graph_stop:
         stopped = coverage.stop(rec)
+        lapsed = coverage.lapses(rec)
         # A GPU idle after the stop (the probes saw no kernel) is no fallback to eager.
         if stopped is not None and stopped.eager is not False:
             graph = stopped.last_graphs[0] if stopped.last_graphs else None
-            broke("graphs-stopped", graph, coverage.stop_text(stopped, rec))
+            broke("graphs-stopped", graph, coverage.stop_text(stopped, rec) + _and(1 + len(lapsed)))
+        elif lapsed:
+            graph = lapsed[0].last_graphs[0] if lapsed[0].last_graphs else None
+            broke("graphs-stopped", graph, coverage.lapse_text(lapsed[0], rec) + _and(len(lapsed)))
 
     if rules.no_rerecord:
         same = [

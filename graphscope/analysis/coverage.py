@@ -12,6 +12,7 @@ with its steps). A recording without probes says neither.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from graphscope.recording import Recording, graph_label
@@ -99,10 +100,7 @@ def stop(recording: Recording) -> Stop | None:
     if not bins:
         return None
     width = float(cov["bin_s"])
-
-    def launched(b: dict[str, Any]) -> int:
-        return int(sum(b["launches"].values())) + int(b.get("unknown_launches") or 0)
-
+    launched = _launched
     with_launches = [i for i, b in enumerate(bins) if launched(b)]
     if not with_launches:
         return None
@@ -123,6 +121,78 @@ def stop(recording: Recording) -> Stop | None:
         probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in after),
         batches=_batches(after),
     )
+
+
+def lapses(recording: Recording) -> list[Stop]:
+    """Stretches inside the run, between two bins with launches, of at least ``STOP_MIN_S``
+    with no graph launched while the program ran on eagerly (the probes say so): a batch
+    past the largest graph for a while, then graphs again. Quiet stretches with the GPU idle
+    (a server between requests) are no lapse; the end of the run is :func:`stop`'s."""
+    cov = recording.coverage
+    bins: list[dict[str, Any]] = cov.get("bins", []) if cov else []
+    if not bins:
+        return []
+    width = float(cov["bin_s"])
+    with_launches = [i for i, b in enumerate(bins) if _launched(b)]
+    out = []
+    for i, j in pairwise(with_launches):
+        at, until = float(bins[i]["at_s"]) + width, float(bins[j]["at_s"])
+        if until - at < STOP_MIN_S:
+            continue
+        gap = bins[i + 1 : j]
+        lapse = Stop(
+            at_s=at,
+            until_s=until,
+            launches_before=sum(_launched(b) for b in bins[: i + 1]),
+            last_graphs=sorted(g for g, n in bins[i]["launches"].items() if n > 0),
+            probe_s=sum(float(b.get("probe_ms", 0)) for b in gap) / 1e3,
+            probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in gap),
+            probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in gap),
+            batches=_batches(gap),
+        )
+        if lapse.eager:
+            out.append(lapse)
+    return out
+
+
+def lapse_text(s: Stop, recording: Recording) -> str:
+    """``no graph was launched from 12 s to 30 s while the program ran on eagerly: ...``."""
+    batch = {g["id"]: g.get("batch") for g in recording.graphs}
+    last = ", ".join(graph_label(g, batch.get(g)) for g in s.last_graphs)
+    rate = s.eager_rate or 0.0
+    return (
+        f"no graph was launched from {s.at_s:.0f} s to {s.until_s:.0f} s ({s.seconds:.0f} s, "
+        f"after {s.launches_before:,} launches; the last: {last}) while the program ran on "
+        f"eagerly: {s.probe_kernels:,} kernels outside graphs in {s.probe_s * 1e3:,.0f} ms of "
+        f"kernel tracing (about {rate:,.0f}/s){_batch_hint(s, batch)}; then graphs were "
+        "launched again"
+    )
+
+
+def _launched(b: dict[str, Any]) -> int:
+    return int(sum(b["launches"].values())) + int(b.get("unknown_launches") or 0)
+
+
+def _batch_hint(s: Stop, batch: dict[str, Any]) -> str:
+    """What the eager steps' batches say against the graphs' (empty without samples)."""
+    if not s.batches:
+        return ""
+    sizes = {b for b in batch.values() if isinstance(b, int)}
+    biggest = max(sizes, default=None)
+    caught = ", ".join(f"{b} ({n})" for b, n in list(s.batches.items())[:8])
+    caught += ", ..." if len(s.batches) > 8 else ""
+    hint = f"; eager steps' batches on the program's stack (samples): {caught}"
+    if biggest is None:
+        return hint
+    if min(s.batches) > biggest:
+        return hint + f": all larger than its largest graph, batch {biggest}"
+    covered = sorted(b for b in s.batches if b in sizes)
+    if covered:
+        return hint + (
+            f": batch {', '.join(map(str, covered))} has a graph, so batch size is not the "
+            "whole reason"
+        )
+    return hint + f"; its largest graph is for batch {biggest}"
 
 
 def _batches(bins: list[dict[str, Any]]) -> dict[int, int]:
@@ -164,19 +234,7 @@ def stop_text(s: Stop, recording: Recording) -> str:
         else ""
     )
     if s.batches and s.eager:
-        caught = ", ".join(f"{b} ({n})" for b, n in list(s.batches.items())[:8])
-        caught += ", ..." if len(s.batches) > 8 else ""
-        hint = f"; eager steps' batches on the program's stack (samples): {caught}"
-        if biggest is not None and min(s.batches) > biggest:
-            hint += f": all larger than its largest graph, batch {biggest}"
-        elif biggest is not None:
-            covered = sorted(b for b in s.batches if b in sizes)
-            hint += (
-                f": batch {', '.join(map(str, covered))} has a graph, so batch size is not "
-                "the whole reason"
-                if covered
-                else f"; its largest graph is for batch {biggest}"
-            )
+        hint = _batch_hint(s, batch)
     if s.eager:
         return (
             f"{head}. The program ran on eagerly: {s.probe_kernels:,} kernels outside graphs "

@@ -220,6 +220,17 @@ def notes(recording: Recording) -> list[Note]:
     if stopped is not None:
         level = "info" if stopped.eager is False else "warning"
         out.append(Note("graphs-stopped", level, coverage.stop_text(stopped, recording)))
+    lapsed = coverage.lapses(recording)
+    if lapsed:
+        out.append(
+            Note(
+                "graphs-lapsed",
+                "warning",
+                f"{len(lapsed)} stretch(es) of the run went without graphs while the program "
+                "ran eagerly, and graphs were launched again after",
+                [coverage.lapse_text(s, recording) for s in lapsed[:10]],
+            )
+        )
     share = eager_share(recording)
     launches = sum(g["replays"] for g in graphs)
     if not graphs and recording.sampling.get("eager_kernels"):
