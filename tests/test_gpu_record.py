@@ -501,3 +501,20 @@ def test_batches_past_the_largest_graph_are_named_as_the_graphs_stopping(tmp_pat
     # and caught the eager steps on the program's stack: batches 5 to 8, past the largest graph
     assert found.batches and set(found.batches) <= {5, 6, 7, 8}, found.batches
     assert "all larger than its largest graph, batch 4" in stopped, stopped
+
+
+def test_a_stretch_of_batches_past_the_largest_graph_inside_the_run_is_a_lapse(
+    tmp_path: Path,
+) -> None:
+    """Graphs for 2 s, batches of 5 to 8 eagerly for 5 s, graphs again for 2 s."""
+    out = tmp_path / "outgrow-lapse"
+    args = ["--graphed-seconds", "2", "--eager-seconds", "5", "--graphed-again-seconds", "2"]
+    (line,) = _record(out, "outgrow.py", *args)
+    assert line["replays"] > 0 and line["eager_steps"] > 0
+    rec = _with_graphs(out)
+    assert coverage.stop(rec) is None
+    (lapse,) = coverage.lapses(rec)
+    assert 3.0 <= lapse.seconds <= 6.0 and lapse.probe_kernels > 0, lapse
+    lines = _check_lines(out)
+    said = next(x for x in lines if x.startswith(f"{out}: graphs-stopped: "))
+    assert "while the program ran on eagerly" in said and "launched again" in said, said

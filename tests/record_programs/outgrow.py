@@ -4,7 +4,8 @@ vLLM fall back when a batch is past their largest captured size).
 
 A user's program, with nothing of graphscope in it. It decodes with the graphs of
 ``torch_buckets.py`` for ``--graphed-seconds``, then with batches too large for any graph
-for ``--eager-seconds``, and prints one JSON line.
+for ``--eager-seconds`` (and with graphs again for ``--graphed-again-seconds``), and prints
+one JSON line.
 
     python tests/record_programs/outgrow.py --graphed-seconds 3 --eager-seconds 6
 """
@@ -25,6 +26,9 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=8)
     parser.add_argument("--graphed-seconds", type=float, default=3.0)
     parser.add_argument("--eager-seconds", type=float, default=6.0)
+    parser.add_argument(
+        "--graphed-again-seconds", type=float, default=0.0, help="then batches with graphs again"
+    )
     parser.add_argument("--layers", type=int, default=2)
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -40,6 +44,7 @@ def main() -> None:
         for seconds, low, high in (
             (args.graphed_seconds, 1, buckets[-1]),  # every batch has a graph
             (args.eager_seconds, buckets[-1] + 1, args.max_batch),  # none has
+            (args.graphed_again_seconds, 1, buckets[-1]),
         ):
             ends = time.perf_counter() + seconds
             while time.perf_counter() < ends:
