@@ -524,26 +524,16 @@ def launches_chart(rec: Recording) -> go.Figure | None:
                 "showgrid": False,
             }
         )
-    for lapse in coverage.lapses(rec):
-        fig.add_vrect(
-            x0=lapse.at_s,
-            x1=lapse.until_s,
-            fillcolor="#d62728",
-            opacity=0.08,
-            line_width=0,
-            annotation_text="no graph launched: eager kernels ran",
-            annotation_position="top left",
-        )
     stopped = coverage.stop(rec)
-    if stopped is not None:
+    for stretch in [*coverage.lapses(rec), *([stopped] if stopped is not None else [])]:
         fig.add_vrect(
-            x0=stopped.at_s,
-            x1=stopped.until_s,
+            x0=stretch.at_s,
+            x1=stretch.until_s,
             fillcolor="#d62728",
             opacity=0.08,
             line_width=0,
             annotation_text="no graph launched"
-            + {True: ": eager kernels ran", False: ": GPU idle", None: ""}[stopped.eager],
+            + {True: ": eager kernels ran", False: ": GPU idle", None: ""}[stretch.eager],
             annotation_position="top left",
         )
     fig.update_layout(

@@ -394,3 +394,22 @@ def test_a_stretch_of_eager_steps_between_graph_launches_is_a_lapse(
     fig = launches_chart(rec)
     assert fig is not None
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(3.0, 8.0)]
+
+
+def test_a_stretch_that_ends_in_a_new_graph_s_capture_is_no_lapse(
+    recording_with: Any, graphs: list[dict[str, Any]]
+) -> None:
+    """torch.compile meeting a new batch: compiling, warming up eagerly, recording the graph
+    that then serves. hf-generate's second batch does this between its graphs."""
+    used = [{"g8": 30}] * 3 + [{}] * 5 + [{"g2": 20}] * 2
+    bins = _probed(used, {i: (50.0, 1000, 30_000.0) for i in range(4, 8)})
+    assert len(coverage.lapses(recording_with(graphs=graphs, coverage=bins))) == 1
+    late = [{**g, "captured_at_s": 8.4} if g["id"] == "g2" else g for g in graphs]
+    assert coverage.lapses(recording_with(graphs=late, coverage=bins)) == []
+
+
+def test_hf_generate_s_compile_of_its_second_batch_is_no_lapse(samples: Path) -> None:
+    from graphscope.recording import load_recordings
+
+    (rec,) = [r for r in load_recordings(samples / "recordings" / "hf-generate") if r.graphs]
+    assert coverage.lapses(rec) == [] and coverage.stop(rec) is None

@@ -95,64 +95,70 @@ def spans(recording: Recording) -> list[Span]:
 
 def stop(recording: Recording) -> Stop | None:
     """When graphs were launched and then, for the rest of a long enough run, none was."""
-    cov = recording.coverage
-    bins: list[dict[str, Any]] = cov.get("bins", []) if cov else []
-    if not bins:
-        return None
-    width = float(cov["bin_s"])
-    launched = _launched
-    with_launches = [i for i, b in enumerate(bins) if launched(b)]
+    bins, width = _bins_of(recording)
+    with_launches = [i for i, b in enumerate(bins) if _launched(b)]
     if not with_launches:
         return None
     first, last = with_launches[0], with_launches[-1]
-    at = float(bins[last]["at_s"]) + width
     until = float(bins[-1]["at_s"]) + width
+    found = _stretch(bins, last, len(bins), float(bins[last]["at_s"]) + width, until)
     since_first = until - float(bins[first]["at_s"])
-    if until - at < STOP_MIN_S or since_first <= 0 or (until - at) / since_first < STOP_MIN_SHARE:
+    if (
+        found.seconds < STOP_MIN_S
+        or since_first <= 0
+        or found.seconds / since_first < STOP_MIN_SHARE
+    ):
         return None
-    after = bins[last + 1 :]
-    return Stop(
-        at_s=at,
-        until_s=until,
-        launches_before=sum(launched(b) for b in bins[: last + 1]),
-        last_graphs=sorted(g for g, n in bins[last]["launches"].items() if n > 0),
-        probe_s=sum(float(b.get("probe_ms", 0)) for b in after) / 1e3,
-        probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in after),
-        probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in after),
-        batches=_batches(after),
-    )
+    return found
 
 
 def lapses(recording: Recording) -> list[Stop]:
     """Stretches inside the run, between two bins with launches, of at least ``STOP_MIN_S``
     with no graph launched while the program ran on eagerly (the probes say so): a batch
     past the largest graph for a while, then graphs again. Quiet stretches with the GPU idle
-    (a server between requests) are no lapse; the end of the run is :func:`stop`'s."""
-    cov = recording.coverage
-    bins: list[dict[str, Any]] = cov.get("bins", []) if cov else []
-    if not bins:
-        return []
-    width = float(cov["bin_s"])
+    (a server between requests) are no lapse, nor is one that ends in a new graph's capture
+    (torch.compile compiling, warming up eagerly and recording a function: the lead-up to a
+    graph, not a fall from one); the end of the run is :func:`stop`'s."""
+    bins, width = _bins_of(recording)
     with_launches = [i for i, b in enumerate(bins) if _launched(b)]
+    captured = [
+        float(g["captured_at_s"])
+        for g in recording.graphs
+        if isinstance(g.get("captured_at_s"), (int, float))
+    ]
     out = []
     for i, j in pairwise(with_launches):
         at, until = float(bins[i]["at_s"]) + width, float(bins[j]["at_s"])
-        if until - at < STOP_MIN_S:
+        if any(at <= t < until + width for t in captured):
             continue
-        gap = bins[i + 1 : j]
-        lapse = Stop(
-            at_s=at,
-            until_s=until,
-            launches_before=sum(_launched(b) for b in bins[: i + 1]),
-            last_graphs=sorted(g for g, n in bins[i]["launches"].items() if n > 0),
-            probe_s=sum(float(b.get("probe_ms", 0)) for b in gap) / 1e3,
-            probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in gap),
-            probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in gap),
-            batches=_batches(gap),
-        )
-        if lapse.eager:
-            out.append(lapse)
+        if until - at >= STOP_MIN_S:
+            lapse = _stretch(bins, i, j, at, until)
+            if lapse.eager:
+                out.append(lapse)
     return out
+
+
+def _bins_of(recording: Recording) -> tuple[list[dict[str, Any]], float]:
+    cov = recording.coverage
+    if not cov:
+        return [], 1.0
+    return cov.get("bins", []), float(cov["bin_s"])
+
+
+def _stretch(bins: list[dict[str, Any]], last: int, end: int, at: float, until: float) -> Stop:
+    """The stretch after bin ``last`` (the last with launches) up to bin ``end``, not
+    included: the launches before it and what the probes saw in it."""
+    gap = bins[last + 1 : end]
+    return Stop(
+        at_s=at,
+        until_s=until,
+        launches_before=sum(_launched(b) for b in bins[: last + 1]),
+        last_graphs=sorted(g for g, n in bins[last]["launches"].items() if n > 0),
+        probe_s=sum(float(b.get("probe_ms", 0)) for b in gap) / 1e3,
+        probe_kernels=sum(int(b.get("probe_kernels", 0)) for b in gap),
+        probe_kernel_us=sum(float(b.get("probe_kernel_us", 0)) for b in gap),
+        batches=_batches(gap),
+    )
 
 
 def lapse_text(s: Stop, recording: Recording) -> str:
