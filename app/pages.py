@@ -440,7 +440,7 @@ def diagnosis(run: RecordedRun) -> Any:
     else:
         n = len(result.violations)
         items = [html.Span(f"{n} rule{'s' * (n != 1)} broken (checked: {rules})")]
-        for v in result.violations:
+        for i, v in enumerate(result.violations):
             process = next(
                 (rec.name for rec in run.recordings if process_label(rec) == v.process), None
             )
@@ -448,7 +448,8 @@ def diagnosis(run: RecordedRun) -> Any:
             link: Any = (
                 html.Button(
                     v.graph,
-                    id={"type": "open-graph", "source": source, "at": "diagnosis"},
+                    # one id a finding: two findings can name the same graph
+                    id={"type": "open-graph", "source": source, "at": f"diagnosis {i}"},
                     className="link",
                     title="open this graph",
                 )

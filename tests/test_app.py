@@ -632,6 +632,40 @@ def test_the_catalog_opens_with_what_graphscope_check_says_each_finding_linked()
     assert registry.load(link.id["source"]).graph.graph["recording"]["id"] == "g10"
 
 
+def test_two_findings_on_one_graph_each_get_a_link_of_their_own(tmp_path: Path) -> None:
+    """hf-generate's g10, recorded again, planted with a stale pointer too: two findings
+    name g10, and the page's ids stay unique (Dash refuses a layout that repeats one)."""
+    import shutil
+
+    from graphscope.app import pages
+
+    run_dir = tmp_path / "hf-generate"
+    shutil.copytree(ROOT / "samples" / "recordings" / "hf-generate", run_dir)
+    index = run_dir / "pid942" / "recording.json"
+    doc = json.loads(index.read_text())
+    doc["stale_pointers"] = [
+        {
+            "graph": "g10",
+            "buffer": "block 0x9000 (512 bytes)",
+            "was": 0x9000,
+            "now": None,
+            "nodes": [],
+            "pointers": 1,
+            "at_s": 12.0,
+            "replays_since": 5,
+            "why": "was freed",
+        }
+    ]
+    index.write_text(json.dumps(doc))
+    run = Registry().add_recording(run_dir, "hf")
+    (diagnosis,) = [
+        c for c in pages.catalog_page([run]) if getattr(c, "className", None) == "diagnosis"
+    ]
+    links = _buttons([diagnosis])
+    assert [b.children for b in links] == ["g10", "g10"]
+    assert len({json.dumps(b.id, sort_keys=True) for b in links}) == 2
+
+
 def test_hover_labels_wrap_long_kernel_names() -> None:
     from graphscope.app.figure import HOVER_LINE
 
