@@ -311,6 +311,8 @@ def test_a_probe_reads_the_eager_step_s_batch_from_the_outermost_forward_on_a_st
 
     from graphscope.capture.record.batches import sample, step_batch
 
+    _Layer.inside.clear()
+    _Layer.release.clear()
     model = _Model()
     worker = threading.Thread(target=model.forward, args=(_Tensor(6, 1), _Tensor(1)))
     worker.start()
@@ -413,3 +415,31 @@ def test_hf_generate_s_compile_of_its_second_batch_is_no_lapse(samples: Path) ->
 
     (rec,) = [r for r in load_recordings(samples / "recordings" / "hf-generate") if r.graphs]
     assert coverage.lapses(rec) == [] and coverage.stop(rec) is None
+
+
+def test_a_stack_that_cannot_be_read_gives_no_sample() -> None:
+    from collections import Counter
+
+    from graphscope.capture.record.batches import sample
+
+    class Odd(_Module):
+        def forward(self, x: Any) -> None:
+            _Layer.inside.set()
+            _Layer.release.wait(10)
+
+    class Shape:
+        shape = ("not", "a", "number")
+        dtype = "?"
+
+    _Layer.inside.clear()
+    _Layer.release.clear()
+    worker = threading.Thread(target=Odd().forward, args=(Shape(),))
+    worker.start()
+    try:
+        assert _Layer.inside.wait(10)
+        counts: Counter[int] = Counter()
+        sample(counts, _Module)  # int("not") raises inside: skipped, nothing counted
+        assert counts == Counter()
+    finally:
+        _Layer.release.set()
+        worker.join()

@@ -32,7 +32,9 @@ def step_batch(frame: FrameType | None, module_type: type) -> int | None:
         code = frame.f_code
         if code.co_name == "forward" and code.co_argcount:
             owner = frame.f_locals.get(code.co_varnames[0])
-            if isinstance(owner, module_type):
+            # type(), not isinstance(): isinstance asks the object for __class__, which a
+            # proxy answers (a dead weakref.proxy raises)
+            if issubclass(type(owner), module_type):
                 outermost = frame
         frame = frame.f_back
     if outermost is None:
@@ -47,13 +49,18 @@ def step_batch(frame: FrameType | None, module_type: type) -> int | None:
 
 
 def sample(counts: Counter[int], module_type: type) -> None:
-    """Add the batch each other thread is stepping now, where one is."""
+    """Add the batch each other thread is stepping now, where one is. A stack that cannot be
+    read (a frame torn down mid-look, a shape that is no number) gives no sample: it never
+    stops the recording."""
     me = threading.get_ident()
     for thread, frame in sys._current_frames().items():
         if thread == me:
             continue
-        batch = step_batch(frame, module_type)
-        if batch is not None:
+        try:
+            batch = step_batch(frame, module_type)
+        except Exception:
+            continue
+        if batch is not None and batch > 0:
             counts[batch] += 1
 
 

@@ -85,10 +85,13 @@ class Builder:
             # kept: the integrity check compares it with where the parameters are later
             self._build(life, pointers, segments)
             if segments and life.graph is not None:
-                if block_map is None:
-                    block_map = BlockMap(segments)
-                pool = life.capture.pool if life.capture is not None else None
-                life.blocks = watches(life.graph, block_map, pool)
+                try:
+                    if block_map is None:
+                        block_map = BlockMap(segments)
+                    pool = life.capture.pool if life.capture is not None else None
+                    life.blocks = watches(life.graph, block_map, pool)
+                except Exception as exc:  # the other checks and the bundle are still good
+                    rec.note(f"allocator blocks not watched: {type(exc).__name__}: {exc}")
 
     def _read_clone(self, life: Life) -> None:
         """Dump and read the clone made at instantiation, then destroy it."""
