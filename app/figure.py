@@ -219,7 +219,11 @@ def _nodes(
         mode="markers+text" if drawn else "markers",
         # Below and above by turns along a row, so that neighbours' labels do not meet.
         text=labels if drawn else None,
-        textposition=[_above_or_below(lay.pos[k]) for k in keys] if drawn else None,
+        textposition=(
+            ("middle right" if lay.vertical else [_above_or_below(lay.pos[k]) for k in keys])
+            if drawn
+            else None
+        ),
         textfont={"size": 9, "color": "#333333"},
         customdata=keys,
         # "none", not "skip": a trace that skips hover gets no clicks either.
@@ -481,7 +485,12 @@ def build_figure(
     traces.append(selection)
     fig = go.Figure(traces)
     width = max((x for x, _ in lay.pos.values()), default=0.0)
-    height = max(360, min(760, 70 * (len(lay.rows) + 1)))
+    lines = len({y for _, y in lay.pos.values()})
+    height = (
+        max(360, min(760, 36 * (lines + 1)))
+        if lay.vertical
+        else max(360, min(760, 70 * (len(lay.rows) + 1)))
+    )
     yaxis: dict[str, Any] = {"visible": False, "autorange": "reversed"}
     top = first_lines(lay, height)
     if top is not None:
@@ -515,9 +524,14 @@ def build_figure(
             # headless Chromium; dag-events.js, "culling").
             "cull": not svg and in_page,
             "minimap": mapped,  # shown, in the right margin kept for it
+            "side": "right" if lay.vertical else "alternate",  # where node labels sit
         },
-        # Room on the left for the row labels, which the axis range would otherwise clip.
-        xaxis={"visible": False, "range": [-max(3.0, 0.28 * (width + 1)), width + 1]},
+        # Room on the left for the row labels, which the axis range would otherwise clip,
+        # and in a column on the right for the node labels beside it.
+        xaxis={
+            "visible": False,
+            "range": [-max(3.0, 0.28 * (width + 1)), width + (4 if lay.vertical else 1)],
+        },
         yaxis=yaxis,
         height=height,
     )

@@ -46,6 +46,10 @@ class Layout:
     rows: list[LayoutRow] = field(default_factory=list)
     # (owner, first node) for each child or body graph drawn: the figure joins them.
     nests: list[tuple[str, str]] = field(default_factory=list)
+    # A view of blocks (a large graph's folded overview) reads top to bottom, one level a
+    # line, as Model Explorer stacks its boxes: no row wraps back with a long diagonal edge,
+    # and each node's label sits at its right (the page reads this from the figure's meta).
+    vertical: bool = False
 
 
 def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
@@ -117,7 +121,7 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
         by_graph.setdefault(int(data.get("graph_id", 0)), []).append(key)
     roots = [int(g) for g in G.graph.get("root_graph_ids") or []]
     order = [g for g in roots if g in by_graph] + sorted(g for g in by_graph if g not in roots)
-    out = Layout()
+    out = Layout(vertical=G.number_of_nodes() <= BLOCK_VIEW and len(order) == 1)
     y = 0.0
     for graph_id in order:
         members = by_graph[graph_id]
@@ -125,6 +129,9 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
         owned = owner_of(G, G.nodes[head])
         if owned is not None and owned[1] in G:
             out.nests.append((owned[1], head))
+        if out.vertical:
+            y = _column(G, members, out)
+            continue
         for row in _cut(G, _levels(G, members), row_levels):
             width = max(len(level) for level in row)
             for x, level in enumerate(row):
@@ -141,3 +148,25 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
             y += width + 1
         y += 1  # a blank line between graphs
     return out
+
+
+def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
+    """A graph's levels one under the other (lanes across), a half line between layers, each
+    layer's first line labelled; the y after the last line."""
+    y = 0.0
+    for row in _cut(G, _levels(G, members), 1 << 30):
+        out.rows.append(
+            {
+                "graph_id": int(G.nodes[row[0][0]].get("graph_id", 0)),
+                "label": _row_label(G, row, int(G.nodes[row[0][0]].get("graph_id", 0))),
+                "y": y,
+                "nodes": sum(len(level) for level in row),
+            }
+        )
+        for level in row:
+            for lane, key in enumerate(level):
+                out.pos[key] = (float(lane), y)
+            y += 1
+        y += 0.5
+    return y
+

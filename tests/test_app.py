@@ -370,8 +370,15 @@ def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> N
         assert {"model.layers.0.self_attn", "model.layers.0.mlp"} <= blocks
         assert {"model.layers.0.input_layernorm", "model.embed_tokens", "lm_head"} <= blocks
         assert len(kernels) <= 4  # the layer's own residual adds, between its blocks
-        rows = layout(shown).rows
-        assert [r["label"] for r in rows].count("model.layers.0") == 1
+        lay = layout(shown)
+        assert [r["label"] for r in lay.rows].count("model.layers.0") == 1
+        # A column read top to bottom, as Model Explorer stacks its boxes: every edge goes
+        # down, none wraps back across the page; labels beside the nodes.
+        assert lay.vertical
+        for a, b in shown.edges():
+            (xa, ya), (xb, yb) = lay.pos[a], lay.pos[b]
+            assert yb > ya and abs(xb - xa) <= 1, (a, b)
+        assert build_figure(shown, lay).layout.meta["side"] == "right"
     rest = next(d for d in folds if d["members"] == 223 * 48)
     assert node_label(rest) in ("layers 1..223 x223", "repeats 2..224")
     # Every drawn node is labelled: the overview is small enough for that.

@@ -445,10 +445,12 @@ def _text(driver: Any, element_id: str) -> str:
     return str(found[0].text) if found else ""
 
 
-def _width(ranges: Any) -> float:
-    """The width of the x range of ``_RANGES``' answer."""
-    (x0, x1), _ = ranges
-    return float(x1 - x0)
+def _area(ranges: Any) -> float:
+    """How much of the graph ``_RANGES``' answer shows: its x span times its y span. The
+    overview of blocks is a narrow column and the opened graph rows of kernels, so neither
+    span alone says whether the view zoomed in."""
+    (x0, x1), (y0, y1) = ranges
+    return abs(float(x1 - x0) * float(y1 - y0))
 
 
 def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
@@ -487,9 +489,8 @@ def test_a_large_graph_reads_finds_follows_and_shares(browser: Any) -> None:
         wait.until(lambda d: "sdpa" in _text(d, "node-title"))
         # The view moved to the match and zoomed in on it. Waited for, not read at the first
         # change of range: the view may pan before it zooms (CI once read the pan alone).
-        width = before[0][1] - before[0][0]
         wait.until(lambda d: d.execute_script(_RANGES)[0] != before[0])
-        wait.until(lambda d: _width(d.execute_script(_RANGES)) < width)
+        wait.until(lambda d: _area(d.execute_script(_RANGES)) < _area(before))
         assert browser.execute_script("return document.getElementById('node-panel').scrollTop") == 0
         shared = browser.current_url
         node = shared.split("node=")[1]

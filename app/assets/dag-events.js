@@ -97,13 +97,20 @@
       }
     }
     const texts = document.createDocumentFragment();
+    const right = full.meta && full.meta.side === 'right';  // a column of blocks
     for (const [x, y, label, radius] of found) {
       const text = document.createElementNS(SVG, 'text');
-      // Below and above by turns along a row, as figure._above_or_below says.
-      const below = Math.floor(x) % 2 === 0;
-      text.setAttribute('x', xa.l2p(x).toFixed(1));
-      text.setAttribute('y', (ya.l2p(y) + (below ? radius + 9 : -radius - 3)).toFixed(1));
-      text.setAttribute('text-anchor', 'middle');
+      if (right) {  // beside the node, clear of the edges above and below it
+        text.setAttribute('x', (xa.l2p(x) + radius + 5).toFixed(1));
+        text.setAttribute('y', (ya.l2p(y) + 3).toFixed(1));
+        text.setAttribute('text-anchor', 'start');
+      } else {
+        // Below and above by turns along a row, as figure._above_or_below says.
+        const below = Math.floor(x) % 2 === 0;
+        text.setAttribute('x', xa.l2p(x).toFixed(1));
+        text.setAttribute('y', (ya.l2p(y) + (below ? radius + 9 : -radius - 3)).toFixed(1));
+        text.setAttribute('text-anchor', 'middle');
+      }
       text.setAttribute('font-size', '9');
       text.setAttribute('fill', '#333333');
       text.setAttribute('font-family', '"Open Sans", verdana, arial, sans-serif');
