@@ -169,4 +169,3 @@ def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
             y += 1
         y += 0.5
     return y
-
