@@ -660,7 +660,7 @@ def row_labels(lay: Layout, height: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     last = -math.inf
     for row in lay.rows:
-        if row["y"] - last < gap:
+        if row["y"] - last < gap or not row["label"]:
             continue
         last = row["y"]
         label = row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"

@@ -152,13 +152,21 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
 
 def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
     """A graph's levels one under the other (lanes across), a half line between layers, each
-    layer's first line labelled; the y after the last line."""
+    layer's first line labelled; the y after the last line. A section outside the layers (the
+    embedding, a fold of layers with the head) gets no label of its own: each of its nodes is
+    labelled beside it."""
     y = 0.0
+    layered = any(layer_of(G.nodes[key]) is not None for key in members)
     for row in _cut(G, _levels(G, members), 1 << 30):
+        graph_id = int(G.nodes[row[0][0]].get("graph_id", 0))
+        layers = {layer_of(G.nodes[key]) for level in row for key in level}
+        # A layer's section is named by it; in a drawing with no layers at all (a DOT dump)
+        # the one section says which graph and nodes it is.
+        named = (len(layers) == 1 and None not in layers) or not layered
         out.rows.append(
             {
-                "graph_id": int(G.nodes[row[0][0]].get("graph_id", 0)),
-                "label": _row_label(G, row, int(G.nodes[row[0][0]].get("graph_id", 0))),
+                "graph_id": graph_id,
+                "label": _row_label(G, row, graph_id) if named else "",
                 "y": y,
                 "nodes": sum(len(level) for level in row),
             }
