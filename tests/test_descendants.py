@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -44,7 +46,9 @@ def test_a_native_descendant_that_loads_libcuda_is_named(tmp_path: Path) -> None
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux's /proc")
 def test_the_real_process_table_is_read(tmp_path: Path) -> None:
     # A shell that starts a child: both are seen as the program's, neither loaded CUDA.
-    child = subprocess.Popen(["sh", "-c", "sleep 2 & wait"])
+    # The sleep outlives any wait below: on a loaded machine (CI beside other jobs) a 2-s
+    # sleep once ended before the watch's first look. Its process group is ended at the end.
+    child = subprocess.Popen(["sh", "-c", "sleep 30 & wait"], start_new_session=True)
     try:
         watch = Watch(child.pid, poll_s=0.05).start()
         deadline = time.monotonic() + 5
@@ -55,5 +59,5 @@ def test_the_real_process_table_is_read(tmp_path: Path) -> None:
         assert "sleep" in names, names
         assert all(not s.python for s in watch.seen.values())
     finally:
-        child.kill()
+        os.killpg(child.pid, signal.SIGKILL)
         child.wait()
