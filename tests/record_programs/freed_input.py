@@ -19,7 +19,7 @@ import json
 import time
 
 import torch
-from torch_buckets import Decoder
+from torch_buckets import Decoder, capture
 
 
 def main() -> None:
@@ -35,16 +35,8 @@ def main() -> None:
     model.lm_head.register_forward_hook(lambda m, a, out: logits.copy_(out))  # the graph's too
     tokens = torch.randint(0, vocab, (batch, 1), device="cuda")
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    graph = capture(model, tokens, pos, [batch])[0][batch]  # on tokens[:4]: tokens itself
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(tokens, pos)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            model(tokens, pos)
         for _ in range(50):
             graph.replay()
         torch.cuda.synchronize()
