@@ -232,8 +232,7 @@ def stop_text(s: Stop, recording: Recording) -> str:
             f"{head}. {seen}, so the program stopped its steps or worked on the CPU "
             "(compiling, loading), rather than running eagerly"
         )
-    sizes = {b for b in batch.values() if isinstance(b, int)}
-    biggest = max(sizes, default=None)
+    biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
     hint = (
         f"; its largest graph is for batch {biggest}: a larger batch runs eagerly"
         if biggest is not None
