@@ -35,6 +35,7 @@ main { display: flex; gap: 0; }
 .kv table, .args table { border-collapse: collapse; }
 .muted { color: #777; }
 .error { color: #b00020; font-weight: 500; }
+.warn { color: #8a5300; font-weight: 500; }
 button.link { border: none; background: none; color: #1a5fb4; cursor: pointer; padding: 0 6px 0 0;
               text-decoration: underline; font-size: 13px; }
 .cards { display: flex; gap: 10px; padding: 6px 16px; flex-wrap: wrap; }

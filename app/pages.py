@@ -23,6 +23,7 @@ from graphscope.analysis.check import DEFAULT_RULES, check
 from graphscope.analysis.diff import GraphDiff, NodeChange, diff
 from graphscope.analysis.lifecycle import history, process_report
 from graphscope.analysis.report import step_report
+from graphscope.analysis.update import HAZARD_NOTE, changes_text, hazard_groups
 from graphscope.recording import Recording, graph_label, process_label
 from graphscope.text import mib, render_ledger, step_rows, us
 
@@ -265,9 +266,32 @@ def compare_page(
         if v.ok:
             verdict = (
                 "cudaGraphExecUpdate: B can update an executable graph of A in place "
-                f"({v.paired} node pairs checked)."
+                f"({v.paired:,} node pairs checked); {changes_text(v)}."
             )
-            out.append(html.P(verdict, id="update-verdict", className="ok"))
+            out.append(
+                html.P(verdict, id="update-verdict", className="warn" if v.hazards else "ok")
+            )
+            groups = hazard_groups(v)
+            if groups:
+                out.append(
+                    html.H3(f"Hazards the driver does not report ({len(v.hazards):,} nodes)")
+                )
+                rows = [
+                    [
+                        g.kind,
+                        html.Span(
+                            [
+                                *(part for k in g.nodes[:4] for part in (node_link(k, b), " ")),
+                                f"and {len(g.nodes) - 4:,} more" if len(g.nodes) > 4 else "",
+                            ]
+                        ),
+                        g.why,
+                    ]
+                    for g in groups[:top]
+                ]
+                out += _cut(len(groups), top, "kinds", "hazards-shown")
+                out.append(_table(["hazard", "nodes in B", "what"], rows, "update-hazards"))
+                out.append(html.P(HAZARD_NOTE[0].upper() + HAZARD_NOTE[1:] + "."))
         else:
             out.append(
                 html.P(

@@ -11,6 +11,7 @@ from .analysis.lifecycle import ProcessReport, history
 from .analysis.memory import Ledger
 from .analysis.report import StepReport
 from .analysis.timing import read_eager_summary, read_timing
+from .analysis.update import HAZARD_NOTE, changes_text, hazard_groups
 from .errors import printable
 from .recording import graph_label
 
@@ -181,8 +182,22 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
         if v.ok:
             w(
                 f"  cudaGraphExecUpdate: B can update an executable graph of A in place "
-                f"({v.paired:,} node pairs checked)\n"
+                f"({v.paired:,} node pairs checked); {changes_text(v)}\n"
             )
+            groups = hazard_groups(v)
+            if groups:
+                w(f"    hazards the driver does not report ({len(v.hazards):,} nodes):\n")
+                for g in groups[:top]:
+                    at = ", ".join(g.nodes[:3]) + (", ..." if len(g.nodes) > 3 else "")
+                    w(f"      {g.kind} at {len(g.nodes):,} ({at}): {g.why}\n")
+                if len(groups) > top:
+                    w(f"      ... {len(groups) - top} more kinds (--json for all)\n")
+                w(f"    {HAZARD_NOTE}\n")
+            elif v.handles_compared is False:
+                w(
+                    "    kernel handles not compared: A and B come from different processes, "
+                    "so a kernel of one name may be another function\n"
+                )
         else:
             w(f"  cudaGraphExecUpdate: B cannot update an executable graph of A ({v.result}):\n")
             for o in v.obstacles[:top]:

@@ -21,7 +21,7 @@ from graphscope.analysis.critical_path import critical_path
 from graphscope.analysis.diff import diff, match_nodes
 from graphscope.analysis.findings import findings
 from graphscope.analysis.report import step_report
-from graphscope.analysis.update import update_verdict
+from graphscope.analysis.update import hazard_groups, update_verdict
 from graphscope.errors import InputError
 
 BUNDLES = Path(__file__).resolve().parent.parent / "samples" / "bundles"
@@ -224,6 +224,78 @@ def test_update_rules_for_memsets_and_allocations() -> None:
     B.nodes[alloc]["bytes"] *= 2
     results = {(o.result, o.node) for o in update_verdict(A, B).obstacles}
     assert results == {("ERROR_NOT_SUPPORTED", alloc)}
+
+
+def test_an_accepted_update_names_the_hazards_the_driver_keeps_quiet_about(
+    llama: nx.DiGraph,
+) -> None:
+    # Two buckets of one capture process: the driver accepted b1 -> b8 (buckets.json).
+    v = update_verdict(llama, _load("tiny-llama-b8"))
+    assert v.ok and not v.safe and v.handles_compared is True
+    kinds = {(h.kind, h.node) for h in v.hazards}
+    # cuDNN's runtime-compiled SDPA kernel: one name, another function at each of 4 layers
+    sdpa = [h for h in v.hazards if h.kind == "same-name-other-function"]
+    assert len(sdpa) == 4 and all("cudnn_generated_fort_native_sdpa" in h.why for h in sdpa)
+    # cuBLASLt picks another nvjet kernel at batch 8 (the case of sgl-project/sglang#37657)
+    nvjet = [h for h in v.hazards if "nvjet" in h.why]
+    assert len(nvjet) == 8 and {h.kind for h in nvjet} == {"function-replaced"}
+    assert ("function-replaced", "graph_14_node_58") in kinds
+    assert v.changes["kernel function"] == len(v.hazards)
+    assert {"launch geometry", "argument values", "argument pointers"} <= set(v.changes)
+    groups = hazard_groups(v)
+    assert sum(len(g.nodes) for g in groups) == len(v.hazards)
+    assert len(groups[0].nodes) >= len(groups[-1].nodes)
+
+
+def test_update_hazards_and_changes_on_planted_edits(llama: nx.DiGraph) -> None:
+    assert update_verdict(llama, llama).safe and update_verdict(llama, llama).changes == {}
+    kernels = [k for k, d in llama.nodes(data=True) if d["type"] == "KERNEL" and d.get("args")]
+    B = copy.deepcopy(llama)
+    B.nodes[kernels[0]]["func_handle"] = "1"  # another function, same name, same process
+    v = update_verdict(llama, B)
+    assert [(h.kind, h.node) for h in v.hazards] == [("same-name-other-function", kernels[0])]
+    assert v.changes == {"kernel function": 1}
+    # From another process every handle differs: a name can no longer be told from a
+    # function, and no same-name hazard is claimed.
+    C = copy.deepcopy(llama)
+    for k in kernels:
+        C.nodes[k]["func_handle"] = str(int(C.nodes[k]["func_handle"]) + 4096)
+    v = update_verdict(llama, C)
+    assert v.handles_compared is False and v.safe and v.changes == {}
+    # The same, on a real second capture from a separate run of the same command
+    v = update_verdict(llama, graphscope.load(BUNDLES / "recapture" / "tiny-llama-b1.json.gz"))
+    assert v.handles_compared is False and v.safe and "kernel function" not in v.changes
+    # A pointer word and a value word of the arguments
+    D = copy.deepcopy(llama)
+    node = next(k for k in kernels if llama.nodes[k].get("pointers"))
+    pointer = llama.nodes[node]["pointers"][0]
+    args = copy.deepcopy(llama.nodes[node]["args"])
+    arg = args[pointer["arg"]]
+    at = 2 * pointer["offset"]
+    arg["value"] = arg["value"][:at] + ("ff" * 8) + arg["value"][at + 16 :]
+    D.nodes[node]["args"] = args
+    assert update_verdict(llama, D).changes == {"argument pointers": 1}
+    pointed = {(p["arg"], p["offset"]) for p in llama.nodes[node]["pointers"]}
+    value = next(
+        (i, o)
+        for i, a in enumerate(llama.nodes[node]["args"])
+        for o in range(0, a["size"] - a["size"] % 8 or a["size"], 8)
+        if (i, o) not in pointed
+    )
+    args = copy.deepcopy(llama.nodes[node]["args"])
+    text = args[value[0]]["value"]
+    at = 2 * value[1]
+    args[value[0]]["value"] = text[:at] + ("0" if text[at] != "0" else "1") + text[at + 1 :]
+    D.nodes[node]["args"] = args
+    assert update_verdict(llama, D).changes == {"argument values": 1}
+    out: list[str] = []
+    diff_text = diff(llama, B)
+    from graphscope.text import render_diff
+
+    render_diff("a", "b", diff_text, out.append)
+    said = "".join(out)
+    assert f"same-name-other-function at 1 ({kernels[0]})" in said
+    assert "sgl-project/sglang#37657" in said
 
 
 def test_bucket_report_of_the_samples() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("dash")  # the GPU machine has no dash; the test extra brings it elsewhere
 
+from dash_tree import text as shown_text
 from graphscope.app import pages
 from graphscope.app.server import create_app
 
@@ -274,3 +275,15 @@ def test_marks_on_folded_nodes_ring_the_group_and_survive_a_redraw() -> None:
     assert redrawn["rings.data"]["dag"] == len(traces) - 1
     notes = [c["props"].get("id") for c in redrawn["status.children"]]
     assert "compare-note" in notes  # redrawn with the rings
+
+
+def test_the_compare_page_lists_the_update_hazards_with_links_into_b() -> None:
+    A, B = graphscope.load(_bundle("tiny-llama-b1")), graphscope.load(_bundle("tiny-llama-b8"))
+    page = pages.compare_page(A, B, a="a", b="b")
+    shown = shown_text(page)
+    assert "Hazards the driver does not report (24 nodes)" in shown
+    assert "it would change kernel function at 24 nodes" in shown
+    [table] = [c for c, _ in _walk(page) if getattr(c, "id", None) == "update-hazards"]
+    assert ("graph_14_node_58", pages.address("b", node="graph_14_node_58")) in _links(table)
+    same = shown_text(pages.compare_page(A, A, a="a", b="a"))
+    assert "Hazards" not in same and "it would change nothing" in same

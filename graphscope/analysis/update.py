@@ -16,17 +16,31 @@ Runtime API reference for ``cudaGraphExecUpdate``:
 - memory allocation and free nodes cannot be changed (``ERROR_NOT_SUPPORTED``);
 - child graphs: the same rules, recursively.
 ``capture.update`` asks the driver itself on a GPU; a ``gpu`` test compares the two.
+
+An update the driver accepts can still go wrong. ``hazards`` names what it does not report:
+- a kernel node whose function changes keeps the executable's launch attributes that
+  ``cuGraphKernelNodeGetAttribute`` cannot read back (a preferred cluster dimension): the
+  driver applies the new function under the old attributes and reports success. sgl-project/
+  sglang#37657 traced a deadlock on GB300 to a cuBLASLt kernel updated this way. A dump does
+  not show these attributes, so every change of function is named;
+- the same kernel name with another function (another handle in one process): JIT compilers
+  and cuDNN's runtime-compiled kernels give kernels of different code one name, so a name is
+  no identity. Handles are compared only where the two graphs come from one process, which
+  the handles of their other same-name kernels show.
+``changes`` counts what the update would apply, each of which changes what the graph computes:
+kernels, launch geometry, argument values that hold no known pointer (a sequence length, a
+seed, a scalar baked in at capture), pointers, memset values and copies.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import networkx as nx
 
-from ..model import nodes_by_graph
+from ..model import display_name, nodes_by_graph
 
 #: The node attributes each type's update rules look at.
 _MEMCPY_TYPES = ("src.memory_type", "dst.memory_type")
@@ -45,6 +59,34 @@ class Obstacle:
 
 
 @dataclass
+class Hazard:
+    """One change the driver accepts without a word that can make the replay go wrong."""
+
+    kind: str  # one of HAZARDS
+    node: str  # B's node
+    pair: str  # the node of A it is paired with
+    why: str  # in words; equal for nodes of one kind and one kernel pair, so they group
+
+
+#: Hazard kinds, and what each means in one line.
+HAZARDS = {
+    "function-replaced": "the kernel's function changes; launch attributes the driver cannot "
+    "read back (a preferred cluster dimension) stay as they were for A's kernel",
+    "same-name-other-function": "a kernel of the same name is another function; the update "
+    "replaces it, keeping A's launch attributes that cannot be read back",
+}
+#: What ``changes`` counts, in the order it is told.
+CHANGES = (
+    "kernel function",
+    "launch geometry",
+    "argument values",
+    "argument pointers",
+    "memset",
+    "copy",
+)
+
+
+@dataclass
 class UpdateVerdict:
     """The prediction for updating an executable graph of A with B."""
 
@@ -52,9 +94,19 @@ class UpdateVerdict:
     result: str  # "SUCCESS" or the first obstacle's result
     obstacles: list[Obstacle] = field(default_factory=list)
     paired: int = 0  # node pairs checked
+    hazards: list[Hazard] = field(default_factory=list)  # what the driver would not report
+    # CHANGES -> node pairs the update would change so (only those with a change)
+    changes: dict[str, int] = field(default_factory=dict)
+    # whether kernel handles could be compared (one process); None: no same-name pair
+    handles_compared: bool | None = None
+
+    @property
+    def safe(self) -> bool:
+        """Accepted, and with no hazard the driver would keep quiet about."""
+        return self.ok and not self.hazards
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "safe": self.safe}
 
 
 def _children(G: nx.DiGraph, by_graph: dict[int, list[str]]) -> dict[str | None, list[int]]:
@@ -98,11 +150,98 @@ def _node_obstacles(A: nx.DiGraph, B: nx.DiGraph, ka: str, kb: str) -> list[Obst
     return []
 
 
+def _changed_args(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, bool]:
+    """Whether a kernel pair's argument bytes differ in a word that holds a known pointer in
+    either, and whether they differ elsewhere (a value: a scalar, a size, a pointer into
+    memory the bundle could not name)."""
+    args_a, args_b = a.get("args"), b.get("args")
+    if not isinstance(args_a, list) or not isinstance(args_b, list) or args_a == args_b:
+        return False, False
+    pointed = {
+        (p.get("arg"), p.get("offset"))
+        for node in (a, b)
+        for p in (node.get("pointers") if isinstance(node.get("pointers"), list) else [])
+        if isinstance(p, dict)
+    }
+    pointer = value = False
+    for index, (x, y) in enumerate(zip(args_a, args_b, strict=False)):
+        bytes_a = x.get("value") if isinstance(x, dict) else None
+        bytes_b = y.get("value") if isinstance(y, dict) else None
+        if not isinstance(bytes_a, str) or not isinstance(bytes_b, str) or bytes_a == bytes_b:
+            continue
+        if len(bytes_a) != len(bytes_b):
+            value = True
+            continue
+        # Compare word by word (8 bytes, 16 hex digits): a struct argument holds pointers
+        # and sizes side by side, and only its pointer words are where memory moved.
+        for at in range(0, len(bytes_a), 16):
+            if bytes_a[at : at + 16] != bytes_b[at : at + 16]:
+                if (index, at // 2) in pointed:
+                    pointer = True
+                else:
+                    value = True
+    if len(args_a) != len(args_b):
+        value = True
+    return pointer, value
+
+
+def _handles_comparable(A: nx.DiGraph, B: nx.DiGraph, pairs: list[tuple[str, str]]) -> bool | None:
+    """Whether A's and B's kernel handles are of one process: most paired kernels of one
+    name share their handle there, and almost none do across processes (a handle is where
+    the driver put the function). None where no pair has one name and two handles."""
+    same = total = 0
+    for ka, kb in pairs:
+        a, b = A.nodes[ka], B.nodes[kb]
+        if a.get("type") != "KERNEL" or b.get("type") != "KERNEL" or a.get("name") != b.get("name"):
+            continue
+        handles = a.get("func_handle"), b.get("func_handle")
+        if None in handles:
+            continue
+        total += 1
+        same += handles[0] == handles[1]
+    return None if not total else same * 2 > total
+
+
+def _kernel_hazard(
+    A: nx.DiGraph, B: nx.DiGraph, ka: str, kb: str, handles: bool | None
+) -> Hazard | None:
+    a, b = A.nodes[ka], B.nodes[kb]
+    if a.get("name") != b.get("name"):
+        why = f"{display_name(a)} in A, {display_name(b)} in B"
+        return Hazard("function-replaced", kb, ka, why)
+    if handles and a.get("func_handle") != b.get("func_handle"):
+        why = f"{display_name(b)}: another function of the same name in B"
+        return Hazard("same-name-other-function", kb, ka, why)
+    return None
+
+
+def _node_changes(a: dict[str, Any], b: dict[str, Any], handles: bool | None) -> list[str]:
+    """Which of CHANGES an update from node a to its pair b applies (``handles``: whether
+    the two graphs' function handles are of one process, so a difference is a change)."""
+    kind = a.get("type")
+    if kind == "KERNEL":
+        out = []
+        other = handles and a.get("func_handle") != b.get("func_handle")
+        if a.get("name") != b.get("name") or other:
+            out.append("kernel function")
+        if _changed(a, b, ("grid", "block", "shared_mem")):
+            out.append("launch geometry")
+        pointer, value = _changed_args(a, b)
+        out += ["argument values"] * value + ["argument pointers"] * pointer
+        return out
+    if kind == "MEMSET" and _changed(a, b, ("value", "element_size", "width", "height", "dst")):
+        return ["memset"]
+    if kind == "MEMCPY" and _changed(a, b, ("bytes", "src", "dst", "kind")):
+        return ["copy"]
+    return []
+
+
 def update_verdict(A: nx.DiGraph, B: nx.DiGraph) -> UpdateVerdict:
     """Predict ``cudaGraphExecUpdate(instantiate(A), B)``; see the module docstring."""
     graphs_a, graphs_b = nodes_by_graph(A), nodes_by_graph(B)
     owned_a, owned_b = _children(A, graphs_a), _children(B, graphs_b)
     obstacles: list[Obstacle] = []
+    accepted: list[tuple[str, str]] = []  # node pairs with no obstacle of their own
     paired = 0
     # Graphs to compare: the root graphs in order, then the graphs of paired owner nodes.
     queue: list[tuple[str | None, str | None]] = [(None, None)]
@@ -125,6 +264,8 @@ def update_verdict(A: nx.DiGraph, B: nx.DiGraph) -> UpdateVerdict:
             for kb, ka in pairs.items():
                 found = _node_obstacles(A, B, ka, kb)
                 obstacles += found
+                if not found:
+                    accepted.append((ka, kb))
                 deps_a = sorted(A.pred[ka], key=lambda k: A.nodes[k].get("local_id", 0))
                 deps_b = [pairs.get(k) for k in B.pred[kb]]
                 if (
@@ -138,9 +279,59 @@ def update_verdict(A: nx.DiGraph, B: nx.DiGraph) -> UpdateVerdict:
                     obstacles.append(Obstacle("ERROR_TOPOLOGY_CHANGED", kb, ka, why))
                 if not found and A.nodes[ka].get("type") in ("GRAPH", "CONDITIONAL"):
                     queue.append((ka, kb))
+    handles = _handles_comparable(A, B, accepted)
+    hazards: list[Hazard] = []
+    changes: Counter[str] = Counter()
+    for ka, kb in accepted:
+        a, b = A.nodes[ka], B.nodes[kb]
+        changes.update(_node_changes(a, b, handles))
+        if a.get("type") == "KERNEL":
+            hazard = _kernel_hazard(A, B, ka, kb, handles)
+            if hazard is not None:
+                hazards.append(hazard)
     return UpdateVerdict(
         ok=not obstacles,
         result=obstacles[0].result if obstacles else "SUCCESS",
         obstacles=obstacles,
         paired=paired,
+        hazards=hazards,
+        changes={name: changes[name] for name in CHANGES if changes[name]},
+        handles_compared=handles,
     )
+
+
+@dataclass
+class HazardGroup:
+    """Hazards of one kind and one kernel pair, with the nodes of B they are at."""
+
+    kind: str
+    why: str
+    nodes: list[str]  # B's keys
+    pairs: list[str]  # A's keys, in the same order
+
+
+def hazard_groups(verdict: UpdateVerdict) -> list[HazardGroup]:
+    """A verdict's hazards grouped by kind and kernel pair, most nodes first."""
+    groups: dict[tuple[str, str], HazardGroup] = {}
+    for h in verdict.hazards:
+        group = groups.setdefault((h.kind, h.why), HazardGroup(h.kind, h.why, [], []))
+        group.nodes.append(h.node)
+        group.pairs.append(h.pair)
+    return sorted(groups.values(), key=lambda g: (-len(g.nodes), g.kind, g.why))
+
+
+def changes_text(verdict: UpdateVerdict) -> str:
+    """What an accepted update would change, in one clause ("" where nothing)."""
+    parts = [
+        f"{name} at {count:,} node{'s' * (count != 1)}" for name, count in verdict.changes.items()
+    ]
+    return "it would change " + ", ".join(parts) if parts else "it would change nothing"
+
+
+#: The line said under the hazards: where they come from and what to check.
+HAZARD_NOTE = (
+    "an update keeps the launch attributes that cannot be read back (a preferred cluster "
+    "dimension) of A's kernel when the function changes, and a dump does not show them: check "
+    "that B's kernels were captured with the same, or instantiate B anew "
+    "(sgl-project/sglang#37657: a cuBLASLt kernel updated so hung on GB300)"
+)
