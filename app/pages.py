@@ -276,7 +276,7 @@ def compare_page(
                 out.append(
                     html.H3(f"Hazards the driver does not report ({len(v.hazards):,} nodes)")
                 )
-                rows = [
+                hazard_rows = [
                     [
                         g.kind,
                         html.Span(
@@ -290,7 +290,7 @@ def compare_page(
                     for g in groups[:top]
                 ]
                 out += _cut(len(groups), top, "kinds", "hazards-shown")
-                out.append(_table(["hazard", "nodes in B", "what"], rows, "update-hazards"))
+                out.append(_table(["hazard", "nodes in B", "what"], hazard_rows, "update-hazards"))
                 out.append(html.P(HAZARD_NOTE[0].upper() + HAZARD_NOTE[1:] + "."))
         else:
             out.append(

@@ -157,12 +157,12 @@ def _changed_args(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, bool]:
     args_a, args_b = a.get("args"), b.get("args")
     if not isinstance(args_a, list) or not isinstance(args_b, list) or args_a == args_b:
         return False, False
-    pointed = {
-        (p.get("arg"), p.get("offset"))
-        for node in (a, b)
-        for p in (node.get("pointers") if isinstance(node.get("pointers"), list) else [])
-        if isinstance(p, dict)
-    }
+    pointed = set()
+    for node in (a, b):
+        found = node.get("pointers")
+        for p in found if isinstance(found, list) else []:
+            if isinstance(p, dict):
+                pointed.add((p.get("arg"), p.get("offset")))
     pointer = value = False
     for index, (x, y) in enumerate(zip(args_a, args_b, strict=False)):
         bytes_a = x.get("value") if isinstance(x, dict) else None
