@@ -320,7 +320,7 @@ def compare_page(
         out += [
             html.H3(f"Changed parameters ({len(config)} nodes)"),
             *_cut(len(config), top, "nodes", "changed-shown"),
-            _table(["A", "B", "name", "what changed"], rows),
+            _table(["A", "B", "name", "what changed"], rows, "compare-changed"),
         ]
     args_only = len(d.args_only)
     if args_only:

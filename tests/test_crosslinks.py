@@ -145,8 +145,7 @@ def test_the_compare_page_links_each_side_to_its_own_file() -> None:
     # A changed node is named in both: its key in A links to A, its key in B to B.
     A, B = graphscope.load(_bundle("tiny-llama-b1")), graphscope.load(_bundle("tiny-llama-b8"))
     page = pages.compare_page(A, B, a="f4", b="f5")
-    table = next(p for p in page if getattr(p, "className", None) == "data")
-    row = table.children[1].children
+    row = _by_id(page, "compare-changed").children[1].children
     change = next(c for c in diff(A, B).changed if c.fields)
     assert (row[0].children.href, row[1].children.href) == (
         f"?file=f4&node={change.a}",
