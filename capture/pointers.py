@@ -117,9 +117,15 @@ def pointer_map(
 
 
 def segment_regions(segments: list[dict[str, Any]]) -> list[Region]:
-    """The allocator's segments (``torch.cuda.memory_snapshot()``), named by their index."""
+    """The allocator's segments (``torch.cuda.memory_snapshot()``), named by their index;
+    a segment of a private pool (a graph's) says so: ``segment 3 (small, private pool)``."""
     return [
-        Region(s["address"], s["address"] + s["total_size"], f"segment {i} ({s['segment_type']})")
+        Region(
+            s["address"],
+            s["address"] + s["total_size"],
+            f"segment {i} ({s['segment_type']}"
+            + (", private pool)" if any(s.get("segment_pool_id") or ()) else ")"),
+        )
         for i, s in enumerate(segments)
     ]
 

@@ -30,17 +30,20 @@ import networkx as nx
 import graphscope
 from graphscope.analysis.buckets import DEFAULT_BUCKETS, PADDING_RULE
 from graphscope.analysis.eager import attach_eager, eager_summary, encode_eager_trace
+from graphscope.analysis.numerics import frozen_values
 from graphscope.analysis.replay import replay_timing, summarize_replays
 from graphscope.errors import CaptureError
 from graphscope.io import write_atomic
 
 from . import failure, grab
+from . import numerics as values
 from ._cuda import check, driver, require
 from .attribution import Attribution, generated_code_dirs, library_paths
 from .environment import device_info, now_iso, versions
 from .introspect import graph_handle
 from .models import HF_PREFIX, Step, resolve
 from .pointers import PointerMap, allocated_in, pointer_map
+from .record.blocks import BlockMap
 from .timing import State, timed_eager, timed_replays, traced_run
 from .update import DriverUpdate, driver_update
 
@@ -280,15 +283,20 @@ def capture_to_bundle(
     progress: Progress | None = None,
     command: str | None = None,
     buckets: Iterable[int] | None = None,
+    numerics: bool = True,
 ) -> Path:
     """Capture ``model``'s decode step at ``batch_size`` and write its bundle and dump.
 
     ``model`` is a built-in name (``tiny-gpt``, ``tiny-gpt-parallel``, ``tiny-llama``),
     ``package.module:factory``, or a factory: a callable taking the batch size and returning
     a :class:`~graphscope.capture.models.Step`. ``buckets`` is the set of batch sizes this
-    capture belongs to.
+    capture belongs to. With ``numerics`` (the default) the graph's values are compared with
+    eager's at the next step, and the step is captured once more a step later to find the
+    kernel arguments the graph froze (``capture.numerics``).
     """
-    bundle, _, _ = _capture(model, batch_size, out_dir, replays, warmup, progress, command, buckets)
+    bundle, _, _ = _capture(
+        model, batch_size, out_dir, replays, warmup, progress, command, buckets, numerics
+    )
     return bundle
 
 
@@ -301,6 +309,7 @@ def _capture(
     progress: Progress | None = None,
     command: str | None = None,
     buckets: Iterable[int] | None = None,
+    numerics: bool = True,
 ) -> tuple[Path, nx.DiGraph, Any]:
     """:func:`capture_to_bundle`, also returning the graph it wrote and the CUDA graph."""
     say = progress or (lambda _msg: None)
@@ -348,6 +357,8 @@ def _capture(
             state.restore()
         trace = encode_eager_trace(records)
         joined = attach_eager(G, trace)
+        if numerics:
+            _compare_with_eager(torch, step, state, G, Path(tmp), stem, say)
         G.graph["timing"] = {
             **timing,
             "eager_step_us": eager_us,
@@ -374,6 +385,37 @@ def _capture(
         f"{parity['graph_ops']} nodes joined); wrote {bundle}"
     )
     return bundle, G, graph
+
+
+def _compare_with_eager(
+    torch: Any, step: Step, state: State, G: nx.DiGraph, tmp: Path, stem: str, say: Progress
+) -> None:
+    """Put ``numerics`` and ``frozen`` on G (``capture.numerics``); a failure of either is
+    said in its section, and the capture goes on."""
+    say(f"{stem}: comparing the graph's values with eager's at the next step")
+    section = values.compare_with_eager(torch, step, state, G, lambda m: say(f"{stem}: {m}"))
+    G.graph["numerics"] = section
+    if section.get("error"):
+        say(f"{stem}: graph and eager not compared: {section['error']}")
+    say(f"{stem}: capturing the step again one step later, for the arguments the graph froze")
+
+    def read(handle: int) -> nx.DiGraph:
+        pointers = pointer_map(torch, _step_buffers(step), [("", step.model)])
+        later, _ = read_captured_graph(handle, tmp / f"{stem}-later.dot", pointers)
+        return later
+
+    try:
+        later = values.captured_later(torch, step, state, read)
+        report = frozen_values(G, later)
+        blocks = BlockMap(torch.cuda.memory_snapshot())
+        for row in report.frozen:
+            if row.kind == "pointer":
+                block = blocks.find(row.captured_int)
+                row.freed = block is not None and not block.active
+        G.graph["frozen"] = report.as_dict()
+    except Exception as exc:  # the step's code or the GPU: said in the section
+        G.graph["frozen"] = {"error": str(exc) if isinstance(exc, CaptureError) else repr(exc)}
+        say(f"{stem}: frozen arguments not looked for: {G.graph['frozen']['error']}")
 
 
 def capture_buckets(

@@ -188,6 +188,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         args.out,
         replays=args.replays,
         warmup=args.warmup,
+        numerics=args.numerics,
         progress=lambda msg: print(printable(msg), flush=True),  # it names files under --out
         command=command,
     )
@@ -983,6 +984,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="timed replays, with and without tracing (default 200)",
     )
     capture.add_argument("--warmup", type=int, default=3, help="eager warm-up steps (default 3)")
+    capture.add_argument(
+        "--no-numerics",
+        dest="numerics",
+        action="store_false",
+        help="skip comparing the graph's values with eager's at the next step, and the "
+        "second capture that finds the arguments the graph froze",
+    )
     capture.set_defaults(run=cmd_capture)
     rec = sub.add_parser(
         "record",

@@ -784,6 +784,87 @@ RECORDING_CAPTURE_FAILURE = Record(
     required=("at_s",),
 )
 
+#: How a tensor of the graph's differs from eager's (``analysis.numerics.Difference``).
+DIFFERENCE = Record(
+    {
+        "dtype": TEXT,
+        "shape": _SHAPE,
+        "max_abs": _OPTIONAL_NUMBER,  # null: not finite, or the shapes differ
+        "max_rel": _OPTIONAL_NUMBER,
+        "count": COUNT,
+        "first_index": _SHAPE,
+        "graph_value": TEXT,
+        "eager_value": TEXT,
+    },
+    required=("dtype", "shape", "count", "first_index", "graph_value", "eager_value"),
+)
+#: The graph against eager by value, at the step after the capture (capture/numerics.py).
+NUMERICS = Record(
+    {
+        "at": TEXT,
+        "ops": COUNT,
+        "copied_bytes": COUNT,
+        "windows": COUNT,
+        "tolerances": Record({}, other=Maybe(ListOf(NUMBER, 2)), says="an object of tolerances"),
+        "outputs": ListOf(Record({"name": TEXT, "difference": Maybe(DIFFERENCE)}, ("name",))),
+        "first": Maybe(
+            Record(
+                {
+                    "index": COUNT,
+                    "output": COUNT,
+                    "op": TEXT,
+                    "module": _OPTIONAL_TEXT,
+                    "site": _OPTIONAL_TEXT,
+                    "nodes": TEXTS,
+                    "difference": DIFFERENCE,
+                },
+                required=("index", "output", "op", "difference"),
+            )
+        ),
+        "differing_ops": COUNT,
+        "compared": COUNT,
+        "nodes_per_op_known": Flag(),
+        "notes": TEXTS,
+        "error": _OPTIONAL_TEXT,
+        "seconds": NUMBER,
+    }
+)
+
+
+def _hex_word(text: str) -> bool:
+    return 0 < len(text) <= 16 and len(text) % 2 == 0 and all(c in "0123456789abcdef" for c in text)
+
+
+_WORD = Text("hex bytes, at most 8", _hex_word)
+#: Kernel arguments that differ between two captures one step apart (analysis.numerics).
+FROZEN = Record(
+    {
+        "compared": COUNT,
+        "frozen": ListOf(
+            Record(
+                {
+                    "node": TEXT,
+                    "name": TEXT,
+                    "arg": COUNT,
+                    "offset": COUNT,
+                    "size": COUNT,
+                    "captured": _WORD,
+                    "later": _WORD,
+                    "kind": OneOf(("value", "pointer"), "a kind"),
+                    "buffer": _OPTIONAL_TEXT,
+                    "module": _OPTIONAL_TEXT,
+                    "op": _OPTIONAL_TEXT,
+                    "site": _OPTIONAL_TEXT,
+                    "freed": Maybe(Flag()),
+                },
+                required=("node", "name", "arg", "offset", "size", "captured", "later", "kind"),
+            )
+        ),
+        "unpaired": _OPTIONAL_TEXT,
+        "error": _OPTIONAL_TEXT,
+    }
+)
+
 #: Graph metadata (``G.graph``, docs/FORMAT.md "Graph metadata").
 GRAPH: dict[str, Rule] = {
     "schema_version": Int(1, I64),
@@ -814,6 +895,8 @@ GRAPH: dict[str, Rule] = {
     "attributed_nodes": COUNT,
     "eager_source": Record({"format": TEXT, "file": TEXT}),
     "recording": RECORDING_GRAPH,
+    "numerics": NUMERICS,
+    "frozen": FROZEN,
 }
 _GRAPH = Record(GRAPH)
 _EDGE = Record({})  # edge attributes (a dump's headlabel) are plain JSON

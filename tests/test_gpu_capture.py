@@ -36,6 +36,14 @@ def test_capture_writes_a_timed_attributed_bundle(model: str, tmp_path: Path) ->
         assert data["eager"]["duration_us"] > 0 and data["eager"]["launch_api"]
     in_modules = [d for d in kernels if d["attribution"]["module"] is not None]
     assert len(in_modules) >= 0.9 * len(kernels)
+    # A clean model: its graph computes what eager computes at the next step, op by op, and
+    # no argument changes between two captures a step apart (no false alarm on a real model)
+    numerics = G.graph["numerics"]
+    assert not numerics.get("error"), numerics
+    assert numerics["first"] is None and numerics["compared"] > 20, numerics
+    assert not any(o["difference"] for o in numerics["outputs"]), numerics["outputs"]
+    assert numerics["nodes_per_op_known"], numerics["notes"]
+    assert G.graph["frozen"]["frozen"] == [] and G.graph["frozen"]["compared"] == len(kernels)
     named = {p["buffer"] for d in kernels for p in d.get("pointers", []) if "buffer" in p}
     assert any(name.startswith("param:") for name in named)
     assert any(name.startswith("input:") for name in named)
@@ -216,3 +224,52 @@ def test_a_hugging_face_folder_is_captured_with_and_without_weights(tmp_path: Pa
         assert G.graph["parity"]["ok"]
         assert ("its weights" in G.graph["model_description"]) == (folder == "with-weights")
         assert "Qwen3ForCausalLM" in G.graph["model_description"]
+
+
+@pytest.mark.parametrize(
+    ("factory", "op", "finding"),
+    [
+        ("python_scalar", "aten::mul", "frozen-value"),
+        ("rng_offset", "aten::add", "frozen-value"),
+        ("feeds_by_rebinding", "aten::addmm", "rebound-input"),
+        ("reads_freed", "aten::add", "rebound-input"),
+    ],
+)
+def test_a_planted_fault_is_found_at_its_op_and_line(
+    factory: str, op: str, finding: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gpu_models
+
+    line = gpu_models.planted_line(factory)
+    out = tmp_path / "out"
+    assert (
+        main(
+            ["capture", "--model", f"gpu_models:{factory}", "--batch-sizes", "1", "--out", str(out)]
+        )
+        == 0
+    )
+    [bundle] = out.glob("*.json.gz")
+    G = graphscope.load(bundle)
+    first = G.graph["numerics"]["first"]
+    assert first is not None, G.graph["numerics"]
+    assert first["op"] == op and first["site"].startswith(f"gpu_models.py:{line} "), first
+    assert first["nodes"] and all(G.nodes[k]["attribution"]["op"] == op for k in first["nodes"])
+    frozen = G.graph["frozen"]["frozen"]
+    assert frozen and {f["node"] for f in frozen} <= set(G), G.graph["frozen"]
+    capsys.readouterr()
+    assert main(["report", str(bundle)]) == 0
+    said = capsys.readouterr().out
+    assert "[warning] values-differ" in said, said
+    assert finding in said and f"gpu_models.py:{line}" in said, said
+
+
+def test_a_clean_step_raises_no_alarm(tmp_path: Path) -> None:
+    from graphscope.capture import session
+
+    from graphscope.analysis.findings import findings
+
+    G = graphscope.load(session.capture_to_bundle("gpu_models:clean", 1, tmp_path, replays=20))
+    assert G.graph["numerics"]["first"] is None, G.graph["numerics"]
+    assert G.graph["frozen"]["frozen"] == [], G.graph["frozen"]
+    codes = {f.code for f in findings(G)}
+    assert not codes & {"values-differ", "frozen-value", "rebound-input", "values-not-compared"}

@@ -15,6 +15,7 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import creation_order, display_name, origin_of, replay_median
+from .numerics import Difference, first_difference_text, read_frozen
 from .summary import parity_lines
 from .timing import step_timing
 
@@ -509,7 +510,131 @@ def cpu_bound_launch(G: nx.DiGraph, index: Index) -> list[Finding]:
     ]
 
 
+def values_differ(G: nx.DiGraph, index: Index) -> list[Finding]:
+    """The graph's values against eager's at the next step (``numerics``, issue 28)."""
+    section = G.graph.get("numerics")
+    if not isinstance(section, dict):
+        return []
+    if section.get("error"):
+        return [
+            Finding(
+                "values-not-compared",
+                "info",
+                "the graph's values were not compared with eager's",
+                [],
+                str(section["error"]),
+                "Capture again; graphscope capture --no-numerics skips the comparison.",
+            )
+        ]
+    outputs = [o for o in section.get("outputs") or [] if isinstance(o, dict)]
+    differing = [o for o in outputs if isinstance(o.get("difference"), dict)]
+    first = section.get("first")
+    if not differing and not isinstance(first, dict):
+        return []
+    details = []
+    nodes: list[str] = []
+    title = "the graph computes other values than the eager step at the next step"
+    if isinstance(first, dict) and isinstance(first.get("difference"), dict):
+        details.append("first differs: " + first_difference_text(first))
+        nodes = [k for k in first.get("nodes") or [] if k in G]
+        what = " ".join(str(x) for x in (first.get("module"), first.get("op")) if x)
+        title += f", first at {what}" + (f" ({first['site']})" if first.get("site") else "")
+        details.append(
+            f"{section.get('differing_ops', 0):,} of {section.get('compared', 0):,} op "
+            "outputs compared differ"
+        )
+    details += [f"{o['name']}: " + Difference(**o["difference"]).said() for o in differing]
+    details += [str(n) for n in section.get("notes") or []]
+    return [
+        Finding(
+            "values-differ",
+            "warning",
+            title,
+            index.ordered(nodes),
+            "Replayed one step after its capture, the graph's values depart from the same "
+            "step run eagerly from the same state and RNG. A value the capture froze (a Python "
+            "number, an RNG seed or offset, a length), a pointer to a tensor the step has since "
+            "made anew, or memory freed since the capture gives that; replays then compute "
+            "wrong results without an error.",
+            "Look at the first differing op's inputs: pass changing numbers in device tensors "
+            "updated in place, copy new inputs into the tensors the graph reads (x.copy_(new)), "
+            "and keep what the graph reads alive while it lives.",
+            details=details,
+        )
+    ]
+
+
+def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:
+    """Kernel arguments that change from one step to the next, constant in the graph."""
+    raw = G.graph.get("frozen")
+    if isinstance(raw, dict) and raw.get("error"):
+        return [
+            Finding(
+                "frozen-not-compared",
+                "info",
+                "the kernel arguments of two captures one step apart were not compared",
+                [],
+                str(raw["error"]),
+                "Capture again; graphscope capture --no-numerics skips the comparison.",
+            )
+        ]
+    report = read_frozen(G)
+    if report is None:
+        return []
+    out = []
+    values = [f for f in report.frozen if f.kind == "value"]
+    pointers = [f for f in report.frozen if f.kind == "pointer"]
+    if values:
+        out.append(
+            Finding(
+                "frozen-value",
+                "warning",
+                f"{len(values):,} kernel argument(s) change from one step to the next but are "
+                "constant in the graph",
+                index.ordered({f.node for f in values if f.node in G}),
+                "Captured one step later, the same launches take other values: a Python "
+                "number, a position, a length, an RNG seed or offset passed by value. The "
+                "graph keeps the value of the step it was captured at, and every replay runs "
+                "with it.",
+                "Keep the value in a device tensor that the step updates in place and the "
+                "kernel reads, or capture one graph per value.",
+                details=[f.said() for f in values],
+            )
+        )
+    if pointers:
+        out.append(
+            Finding(
+                "rebound-input",
+                "warning",
+                f"{len(pointers):,} kernel argument(s) read a tensor the step makes anew each "
+                "step: the graph keeps reading the old one",
+                index.ordered({f.node for f in pointers if f.node in G}),
+                "Captured one step later, the same launches read other memory outside the "
+                "graph's own pool: the program binds a new tensor where the graph needs new "
+                "values in the old one. Replays read the tensor of the capture's step, or "
+                "memory that has since been freed and reused.",
+                "Copy the new values into the tensor the graph reads (static.copy_(new)) "
+                "instead of binding a new one, and keep it alive while the graph lives.",
+                details=[f.said() for f in pointers],
+            )
+        )
+    if report.unpaired:
+        out.append(
+            Finding(
+                "frozen-not-compared",
+                "info",
+                "the kernel arguments of two captures one step apart were not compared",
+                [],
+                report.unpaired,
+                "Nothing to do unless the step should launch the same work each step.",
+            )
+        )
+    return out
+
+
 RULES: tuple[Callable[[nx.DiGraph, Index], list[Finding]], ...] = (
+    values_differ,
+    frozen_arguments,
     host_nodes,
     pageable_copies,
     allocation_nodes,

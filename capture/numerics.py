@@ -1,0 +1,469 @@
+"""Graph against eager, value by value, and the arguments a capture froze (issue 28).
+
+``compare_with_eager`` answers "does the graph compute what eager computes?" at the step
+where it matters: the step after the capture, where a value the capture froze (a position,
+an RNG offset, a pointer to a tensor the step makes anew) no longer holds. It captures the
+step again with every aten op's outputs copied, right after the op, into buffers of their
+own (a ``TorchDispatchMode`` does the copies, so they are nodes of that graph), moves the
+program one step on eagerly, replays that graph, then runs the same step eagerly from the
+same state and RNG with the same copies made. The first op whose copy differs beyond its
+dtype's tolerance is where the graph's result first departs from eager: one replay finds
+it, however many nodes the graph has. Where the copies would take more than the memory
+budget, ops are compared in windows that fit, and the run stops at the first window with a
+difference.
+
+Each op's nodes in the user's graph are found by counting the nodes the capture had before
+and after the op (``cudaStreamGetCaptureInfo``): the capture of the same code creates them
+in the same order. Where the counts do not add up to the graph's nodes, no node is named.
+
+``captured_later`` captures the step once more, one step on, and reads it as the first was
+read: ``graphscope.analysis.numerics.frozen_values`` compares the two. Neither raises: a
+failure becomes the section's ``error``, and the capture goes on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from graphscope.analysis.numerics import Difference, tolerance
+from graphscope.errors import CaptureError
+
+from ._cuda import runtime
+from .attribution import generated_code_dirs, library_paths, module_at, module_names
+from .sites import Frames
+
+#: The share of the GPU's free memory the copies of one window may take.
+BUDGET_SHARE = 0.25
+#: Outputs compared after the first difference, to say how far it spreads (ops).
+SPREAD_LIMIT = 100_000
+
+
+@dataclass
+class Kept:
+    """One output of one op, as the tape saw it."""
+
+    index: int  # the op's place in the step's order of aten ops
+    output: int  # which of its outputs
+    op: str  # "aten::mm"
+    module: str | None
+    site: str | None  # file:line in function
+    value: Any  # the copy (a tensor)
+
+
+class OpTape:
+    """Every aten op of a step, in order, with copies of its outputs in ``window``.
+
+    An output that is a view of an input is not copied: its values are its input's, already
+    kept. An output written in place (``add_``, ``index_copy_``) is: its value after the op
+    is not the value at the end of the step.
+    """
+
+    def __init__(
+        self,
+        torch: Any,
+        names: dict[int, str],
+        frames: Frames,
+        window: tuple[int, int] | None,
+        count_nodes: Callable[[], int | None] | None = None,
+        device: str = "cuda",
+    ) -> None:
+        self.torch = torch
+        self.device = device
+        self.names = names
+        self.frames = frames
+        self.window = window  # None: copy nothing, only note ops and their sizes
+        self.count_nodes = count_nodes
+        self.ops: list[str] = []
+        self.nodes: list[int | None] = []  # nodes each op created in a capture
+        self.bytes: list[int] = []  # bytes each op's outputs would take copied
+        self.kept: list[Kept] = []
+
+    def _learn(self, module: Any, outermost: Any) -> str:
+        if id(outermost) not in self.names:
+            self.names.update(module_names(outermost))
+        return self.names.get(id(module)) or type(module).__name__
+
+    def _where(self) -> tuple[str | None, str | None]:
+        frame = sys._getframe(1)
+        module = module_at(frame, self.torch.nn.Module, self.names, self._learn)
+        user, _ = self.frames.origin(frame)
+        if user is None:
+            return module, None
+        code = user.f_code
+        return module, f"{Path(code.co_filename).name}:{user.f_lineno} in {code.co_name}"
+
+    def record(self, func: Any, out: Any, before: int | None) -> None:
+        index = len(self.ops)
+        self.ops.append(func._schema.name)
+        after = self.count_nodes() if self.count_nodes is not None else None
+        self.nodes.append(None if before is None or after is None else after - before)
+        returns = func._schema.returns
+        outputs = out if isinstance(out, (tuple, list)) else [out]
+        tensor = self.torch.Tensor
+        size = 0
+        keep = self.window is not None and self.window[0] <= index < self.window[1]
+        where: tuple[str | None, str | None] | None = None
+        for j, value in enumerate(outputs):
+            if not isinstance(value, tensor) or value.device.type != self.device:
+                continue
+            if not value.numel():
+                continue
+            info = returns[min(j, len(returns) - 1)].alias_info if returns else None
+            if info is not None and not info.is_write:
+                continue  # a view: its input's values
+            size += value.numel() * value.element_size()
+            if keep:
+                if where is None:
+                    where = self._where()
+                copy = value.detach().clone()
+                self.kept.append(Kept(index, j, func._schema.name, *where, copy))
+        self.bytes.append(size)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[OpTape]:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tape = self
+        compiling = "torch._dynamo" in sys.modules
+
+        class Tape(TorchDispatchMode):  # type: ignore[misc]  # torch is untyped here: Any
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:  # see attribution._op_tracker
+                return compiling
+
+            @classmethod
+            def ignore_compile_internals(cls) -> bool:
+                return True
+
+            def __torch_dispatch__(
+                self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+            ) -> Any:
+                before = tape.count_nodes() if tape.count_nodes is not None else None
+                out = func(*args, **(kwargs or {}))
+                tape.record(func, out, before)
+                return out
+
+        with Tape():
+            yield self
+
+
+def capture_counter(torch: Any) -> Callable[[], int | None]:
+    """Nodes in the graph the current stream is capturing into, or None."""
+    rt = runtime()
+
+    def count() -> int | None:
+        try:
+            stream = torch.cuda.current_stream().cuda_stream
+            info = rt.cudaStreamGetCaptureInfo(stream)
+            if int(info[0]) != 0 or len(info) < 4:
+                return None
+            graph = info[3]
+            got = rt.cudaGraphGetNodes(graph, 0)
+            return int(got[-1]) if int(got[0]) == 0 else None
+        except Exception:
+            return None
+
+    return count
+
+
+def _difference(torch: Any, graph: Any, eager: Any) -> Difference | None:
+    """How ``graph`` differs from ``eager`` beyond the dtype's tolerance, or None."""
+    dtype = str(eager.dtype).removeprefix("torch.")
+    shape = [int(n) for n in eager.shape]
+    if graph.shape != eager.shape or graph.dtype != eager.dtype:
+        return Difference(dtype, shape, None, None, eager.numel(), [], "", "")
+    tol = tolerance(dtype)
+    if tol is None or not (eager.is_floating_point() or eager.is_complex()):
+        bad = graph != eager
+        a, b = graph, eager
+    else:
+        a, b = graph.float(), eager.float()
+        bad = ~torch.isclose(a, b, rtol=tol[0], atol=tol[1], equal_nan=True)
+    count = int(bad.sum())
+    if not count:
+        return None
+    flat = int(bad.reshape(-1).nonzero()[0][0])
+    index = []
+    for n in reversed(shape):
+        index.append(flat % n if n else 0)
+        flat //= n if n else 1
+    index.reverse()
+    a64, b64 = a.double(), b.double()
+    gap = float((a64 - b64).abs()[bad].max())
+    finite = math.isfinite(gap)
+    scale = float(torch.nan_to_num(b64.abs(), nan=0.0, posinf=0.0, neginf=0.0).max()) or 1.0
+    at = tuple(index)
+    return Difference(
+        dtype,
+        shape,
+        gap if finite else None,
+        gap / scale if finite else None,
+        count,
+        index,
+        f"{float(a64[at]):.6g}",
+        f"{float(b64[at]):.6g}",
+    )
+
+
+def _windows(sizes: list[int], budget: int) -> list[tuple[int, int]]:
+    """Runs of ops whose copies fit ``budget`` (an op larger than it stands alone)."""
+    out: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for i, size in enumerate(sizes):
+        if used and used + size > budget:
+            out.append((start, i))
+            start, used = i, 0
+        used += size
+    out.append((start, len(sizes)))
+    return out
+
+
+def _nodes_of(G: nx.DiGraph, counts: list[int | None]) -> list[list[str]] | None:
+    """Each op's nodes in ``G``'s root graph, from the nodes each created in the capture;
+    None where the counts are unknown or do not add up to the graph's nodes."""
+    if any(c is None for c in counts):
+        return None
+    roots = G.graph.get("root_graph_ids") or []
+    if len(roots) != 1:
+        return None
+    order = sorted(
+        (d.get("local_id", 0), k) for k, d in G.nodes(data=True) if d.get("graph_id") == roots[0]
+    )
+    keys = [k for _, k in order]
+    if sum(c or 0 for c in counts) != len(keys):
+        return None
+    out, at = [], 0
+    for c in counts:
+        out.append(keys[at : at + (c or 0)])
+        at += c or 0
+    return out
+
+
+class _Run:
+    """What one window's run gives: the two tapes and the step's final tensors."""
+
+    def __init__(self, graph: OpTape, eager: OpTape, finals: list[tuple[str, Any, Any]]) -> None:
+        self.graph, self.eager, self.finals = graph, eager, finals
+
+
+def compare_with_eager(
+    torch: Any,
+    step: Any,
+    state: Any,
+    G: nx.DiGraph,
+    say: Callable[[str], None] = lambda _m: None,
+    budget: int | None = None,
+) -> dict[str, Any]:
+    """The bundle's ``numerics`` section (``graphscope.analysis.numerics``); never raises."""
+    start = time.perf_counter()
+    try:
+        section = _compare(torch, step, state, G, say, budget)
+    except CaptureError as exc:
+        section = {"error": str(exc)}
+    except Exception as exc:  # the step's own code or the GPU: said, never raised
+        section = {"error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        with contextlib.suppress(Exception):
+            torch.cuda.synchronize()
+            state.restore()
+    section["seconds"] = time.perf_counter() - start
+    return section
+
+
+def _compare(
+    torch: Any,
+    step: Any,
+    state: Any,
+    G: nx.DiGraph,
+    say: Callable[[str], None],
+    budget: int | None,
+) -> dict[str, Any]:
+    names = module_names(step.model) if step.model is not None else {}
+    frames = Frames(library_paths(torch), generated_code_dirs)
+    sync = torch.cuda.synchronize
+    # A dry eager run learns the ops and what their copies would take.
+    state.restore()
+    dry = OpTape(torch, names, frames, None)
+    with torch.no_grad(), dry.active():
+        step.run()
+    sync()
+    state.restore()
+    if budget is None:
+        free, _ = torch.cuda.mem_get_info()
+        budget = int(free * BUDGET_SHARE)
+    windows = _windows(dry.bytes, budget)
+    section: dict[str, Any] = {
+        "at": "the step after the capture's, replayed and run eagerly from one state and RNG",
+        "ops": len(dry.ops),
+        "copied_bytes": sum(dry.bytes),
+        "windows": len(windows),
+        "tolerances": {},
+        "outputs": [],
+        "first": None,
+        "differing_ops": 0,
+        "compared": 0,
+        "notes": [],
+    }
+    first_run = True
+    for number, window in enumerate(windows, 1):
+        if len(windows) > 1:
+            say(
+                f"comparing ops {window[0]:,}..{window[1] - 1:,} "
+                f"(window {number} of {len(windows)})"
+            )
+        run = _run(torch, step, state, names, frames, window)
+        if first_run:
+            section["outputs"] = _finals(torch, run.finals, section)
+            section["nodes_per_op_known"] = all(c is not None for c in run.graph.nodes)
+            first_run = False
+        found = _first(torch, run, G, section)
+        del run
+        if found:
+            break
+    if section["first"] is None and not any(o["difference"] for o in section["outputs"]):
+        section["notes"].append("the graph's outputs and every op's outputs agree with eager")
+    return section
+
+
+def _run(
+    torch: Any,
+    step: Any,
+    state: Any,
+    names: dict[int, str],
+    frames: Frames,
+    window: tuple[int, int],
+) -> _Run:
+    sync = torch.cuda.synchronize
+    state.restore()
+    counter = capture_counter(torch)
+    tape_graph = OpTape(torch, names, frames, window, counter)
+    graph = torch.cuda.CUDAGraph()
+    generators = [g.clone_state() for g in torch.cuda.default_generators]
+    try:
+        with torch.no_grad(), tape_graph.active(), torch.cuda.graph(graph):
+            step.run()
+    except Exception as exc:
+        for g, saved in zip(torch.cuda.default_generators, generators, strict=True):
+            g.graphsafe_set_state(saved)
+        raise CaptureError(
+            f"the step with every op's outputs copied could not be captured ({exc})"
+        ) from None
+    sync()
+    # One step on, eagerly: the graph now runs where its captured values are a step old.
+    state.restore()
+    with torch.no_grad():
+        step.run()
+    sync()
+    at = [t.detach().clone() for t in state.tensors]
+    rng = torch.cuda.get_rng_state()
+    graph.replay()
+    sync()
+    named = [(f"output:{k}", t) for k, t in step.outputs.items()]
+    named += [(f"state {i}", t) for i, t in enumerate(state.tensors)]
+    after_graph = [t.detach().clone() for _, t in named]
+    for tensor, saved in zip(state.tensors, at, strict=True):
+        tensor.copy_(saved)
+    torch.cuda.set_rng_state(rng)
+    tape_eager = OpTape(torch, names, frames, window)
+    with torch.no_grad(), tape_eager.active():
+        step.run()
+    sync()
+    finals = [(n, g, t.detach().clone()) for (n, t), g in zip(named, after_graph, strict=True)]
+    del graph
+    return _Run(tape_graph, tape_eager, finals)
+
+
+def _finals(torch: Any, finals: list[tuple[str, Any, Any]], section: dict[str, Any]) -> list[Any]:
+    out = []
+    for name, graph, eager in finals:
+        diff = _difference(torch, graph, eager)
+        dtype = str(eager.dtype).removeprefix("torch.")
+        section["tolerances"].setdefault(dtype, tolerance(dtype))
+        out.append({"name": name, "difference": None if diff is None else vars(diff)})
+    return out
+
+
+def _first(torch: Any, run: _Run, G: nx.DiGraph, section: dict[str, Any]) -> bool:
+    """Compare a window's copies; set the section's first difference. True: one found."""
+    g_ops, e_ops = run.graph.ops, run.eager.ops
+    pairs: dict[int, int]
+    if g_ops == e_ops:
+        pairs = {i: i for i in range(len(g_ops))}
+    else:
+        section["notes"].append(
+            f"the graph's capture ran {len(g_ops):,} aten ops and the eager step "
+            f"{len(e_ops):,}: they were paired by op name"
+        )
+        matcher = difflib.SequenceMatcher(None, g_ops, e_ops, autojunk=False)
+        pairs = {}
+        for tag, i1, i2, j1, _ in matcher.get_opcodes():
+            if tag == "equal":
+                pairs.update({i1 + k: j1 + k for k in range(i2 - i1)})
+    eager = {(k.index, k.output): k for k in run.eager.kept}
+    nodes = _nodes_of(G, run.graph.nodes)
+    found = False
+    for kept in run.graph.kept:
+        other = eager.get((pairs.get(kept.index, -1), kept.output))
+        if other is None:
+            continue
+        section["compared"] += 1
+        dtype = str(other.value.dtype).removeprefix("torch.")
+        section["tolerances"].setdefault(dtype, tolerance(dtype))
+        diff = _difference(torch, kept.value, other.value)
+        if diff is None:
+            continue
+        section["differing_ops"] += 1
+        if section["first"] is None:
+            section["first"] = {
+                "index": kept.index,
+                "output": kept.output,
+                "op": kept.op,
+                "module": kept.module,
+                "site": kept.site,
+                "nodes": nodes[kept.index] if nodes is not None else [],
+                "difference": vars(diff),
+            }
+            found = True
+        if section["differing_ops"] >= SPREAD_LIMIT:
+            break
+    if nodes is None and found:
+        section["notes"].append(
+            "the nodes each op created could not be counted in the capture, or did not add "
+            "up to the graph's: the first difference names its op and line, not its node"
+        )
+    return found
+
+
+def captured_later(
+    torch: Any, step: Any, state: Any, read: Callable[[int], nx.DiGraph]
+) -> nx.DiGraph:
+    """The step captured one step after the first capture, read by ``read(handle)``."""
+    state.restore()
+    with torch.no_grad():
+        step.run()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    generators = [g.clone_state() for g in torch.cuda.default_generators]
+    try:
+        with torch.no_grad(), torch.cuda.graph(graph):
+            step.run()
+    except Exception as exc:
+        for g, saved in zip(torch.cuda.default_generators, generators, strict=True):
+            g.graphsafe_set_state(saved)
+        raise CaptureError(f"the step could not be captured a step later ({exc})") from None
+    torch.cuda.synchronize()
+    try:
+        return read(int(graph.raw_cuda_graph()))
+    finally:
+        del graph
+        state.restore()

@@ -1,0 +1,279 @@
+"""Graph against eager by value: where a graph's result first differs from the eager step's,
+and which kernel arguments the capture froze (issue 28, parts 1 and 2).
+
+Both are measured at capture (``graphscope.capture.numerics``) and kept in the bundle:
+
+- ``numerics``: the graph is replayed at the step after the one it was captured at, and the
+  same step is run eagerly from the same state and RNG. Every aten op's outputs are kept
+  on both sides (a copy made right after the op, inside the graph on the graph's side), so
+  one replay finds the first op whose output differs, beyond a tolerance for its dtype.
+- ``frozen``: the step is captured a second time, one step later, and each kernel's
+  arguments are compared word by word with the first capture's. A value that changes from
+  one step to the next (a position, a length, a seed) is frozen in the graph: every replay
+  runs with the value of the step it was captured at. A pointer to a named buffer (an input,
+  the state, or any memory outside the graph's own pool) that moves from one step to the next
+  means the step makes that tensor anew instead of copying into it: the graph keeps reading
+  the old one, which may have been freed.
+
+This module reads and words what capture measured; it needs no GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ..model import display_name, nodes_by_graph
+
+#: (relative, absolute) tolerance per dtype for two values to count as one. A graph replays
+#: the kernels eager launches, so most outputs agree to the bit; these admit a library that
+#: picks another algorithm for the same op inside a capture (cuBLAS's workspace), not a
+#: wrong value. Integer and boolean outputs must be equal.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-12),
+    "float32": (1e-4, 1e-5),
+    "tfloat32": (1e-3, 1e-4),
+    "bfloat16": (2e-2, 1e-2),
+    "float16": (1e-2, 1e-3),
+    "float8_e4m3fn": (1.25e-1, 1e-1),
+    "float8_e5m2": (2.5e-1, 1e-1),
+}
+
+
+def tolerance(dtype: str) -> tuple[float, float] | None:
+    """(rtol, atol) for a dtype's name ("float16", "torch.float16"); None: exact."""
+    return TOLERANCES.get(dtype.removeprefix("torch."))
+
+
+@dataclass
+class Frozen:
+    """One kernel argument word that differs between two captures one step apart."""
+
+    node: str  # the node of the graph that keeps the first capture's value
+    name: str  # its kernel
+    arg: int  # the argument's index
+    offset: int  # the word's byte offset within the argument
+    size: int  # bytes compared: the argument's size, or 8 inside a larger one
+    captured: str  # the value the graph keeps (hex, little-endian as the kernel reads it)
+    later: str  # the value the same launch takes one step later
+    kind: str  # "value", or "pointer": a named buffer that moved
+    buffer: str | None = None  # the buffer a moved pointer names (input:x)
+    module: str | None = None
+    op: str | None = None
+    site: str | None = None  # file:line in function
+    freed: bool | None = None  # a moved pointer's old memory is free now (None: not known)
+
+    @property
+    def captured_int(self) -> int:
+        return int.from_bytes(bytes.fromhex(self.captured), "little")
+
+    @property
+    def later_int(self) -> int:
+        return int.from_bytes(bytes.fromhex(self.later), "little")
+
+    def said(self) -> str:
+        """The finding's line."""
+        where = f" ({self.site})" if self.site else ""
+        what = " ".join(x for x in (self.module, self.op) if x)
+        head = f"{self.node} {self.name}{' [' + what + ']' if what else ''}{where}"
+        if self.kind == "pointer":
+            return (
+                f"{head}: argument {self.arg} points to {self.buffer} at 0x{self.captured_int:x}; "
+                f"one step later the same launch reads 0x{self.later_int:x}: the step made the "
+                "tensor anew (a rebinding, not a copy into it), and the graph keeps reading the "
+                "old one" + (", whose memory is free now" if self.freed else "")
+            )
+        return (
+            f"{head}: argument {self.arg}"
+            + (f" (bytes {self.offset}..{self.offset + self.size - 1})" if self.offset else "")
+            + f" is {_number(self.captured)} in the graph, {_number(self.later)} when the "
+            "step is captured one step later: every replay runs with the captured value"
+        )
+
+
+def _number(word: str) -> str:
+    """A little-endian argument word as an integer, and as a float where it is 4 or 8 bytes
+    that read as a plain one (a Python float scalar reaches a kernel as either)."""
+    raw = bytes.fromhex(word)
+    whole = int.from_bytes(raw, "little")
+    if len(raw) not in (4, 8):
+        return f"{whole}"
+    (real,) = struct.unpack("<f" if len(raw) == 4 else "<d", raw)
+    plain = math.isfinite(real) and real != 0 and 1e-6 <= abs(real) <= 1e9
+    return f"{whole} (as a float {real:.6g})" if plain else f"{whole}"
+
+
+@dataclass
+class FrozenReport:
+    """What the comparison of two captures one step apart found."""
+
+    compared: int  # kernel node pairs whose arguments were compared
+    frozen: list[Frozen] = field(default_factory=list)
+    unpaired: str | None = None  # why nodes could not be paired, where they could not
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _site(data: dict[str, Any]) -> str | None:
+    origin = data.get("attribution")
+    if not isinstance(origin, dict) or not origin.get("file"):
+        return None
+    file = str(origin["file"]).rsplit("/", 1)[-1]
+    function = f" in {origin['function']}" if origin.get("function") else ""
+    return f"{file}:{origin.get('line')}{function}"
+
+
+def _words(arg: dict[str, Any]) -> list[tuple[int, str]]:
+    """(byte offset, hex) of an argument's words: the whole of one of at most 8 bytes, else
+    each aligned 8 bytes (a struct holds pointers and sizes side by side)."""
+    value = arg.get("value")
+    if not isinstance(value, str):
+        return []
+    if len(value) <= 16:
+        return [(0, value)]
+    return [(at // 2, value[at : at + 16]) for at in range(0, len(value), 16)]
+
+
+def _pointer_names(data: dict[str, Any]) -> dict[tuple[Any, Any], dict[str, Any]]:
+    found = data.get("pointers")
+    return {
+        (p.get("arg"), p.get("offset")): p
+        for p in (found if isinstance(found, list) else [])
+        if isinstance(p, dict)
+    }
+
+
+def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
+    """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
+    captured one step later (nodes paired in creation order, graph by graph)."""
+    graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
+    shape = [len(v) for _, v in sorted(graphs.items())]
+    shape_later = [len(v) for _, v in sorted(graphs_later.items())]
+    if shape != shape_later:
+        return FrozenReport(
+            0,
+            unpaired=f"the step captured one step later has {sum(shape_later):,} nodes in "
+            f"{len(shape_later)} graph(s) against {sum(shape):,} in {len(shape)}: the step "
+            "launches other work from one step to the next, so no argument was compared",
+        )
+    report = FrozenReport(0)
+    for gid, gid_later in zip(sorted(graphs), sorted(graphs_later), strict=True):
+        for key, key_later in zip(graphs[gid], graphs_later[gid_later], strict=True):
+            a, b = G.nodes[key], later.nodes[key_later]
+            if a.get("type") != "KERNEL" or a.get("name") != b.get("name"):
+                continue
+            args_a, args_b = a.get("args"), b.get("args")
+            if not isinstance(args_a, list) or not isinstance(args_b, list):
+                continue
+            report.compared += 1
+            if args_a == args_b or len(args_a) != len(args_b):
+                continue
+            report.frozen += _differences(key, a, b, args_a, args_b)
+    return report
+
+
+def _differences(
+    key: str, a: dict[str, Any], b: dict[str, Any], args_a: list[Any], args_b: list[Any]
+) -> list[Frozen]:
+    named_a, named_b = _pointer_names(a), _pointer_names(b)
+    attribution = a.get("attribution")
+    origin: dict[str, Any] = attribution if isinstance(attribution, dict) else {}
+    found = []
+    for index, (x, y) in enumerate(zip(args_a, args_b, strict=True)):
+        if not isinstance(x, dict) or not isinstance(y, dict) or x.get("value") == y.get("value"):
+            continue
+        words_b = dict(_words(y))
+        for offset, word in _words(x):
+            other = words_b.get(offset)
+            if other is None or other == word:
+                continue
+            pa, pb = named_a.get((index, offset)), named_b.get((index, offset))
+            kind, buffer = "value", None
+            if pa is not None or pb is not None:
+                # A pointer. Into the capture's own memory (its pool: each capture has its
+                # own), it is no finding. To a buffer the step reads from outside (an input,
+                # a parameter, the state) that the same launch no longer reads a step later,
+                # the step made that buffer anew: the graph reads the old one.
+                if pa is None:
+                    continue  # the graph's word points nowhere known
+                name = pa.get("buffer") or pa.get("segment")
+                own = not pa.get("buffer") and "private pool" in str(pa.get("segment"))
+                if not isinstance(name, str) or own or name.startswith("output:"):
+                    continue
+                kind, buffer = "pointer", name
+            found.append(
+                Frozen(
+                    node=key,
+                    name=display_name(a),
+                    arg=index,
+                    offset=offset,
+                    size=len(word) // 2,
+                    captured=word,
+                    later=other,
+                    kind=kind,
+                    buffer=buffer,
+                    module=origin.get("module"),
+                    op=origin.get("op"),
+                    site=_site(a),
+                )
+            )
+    return found
+
+
+def read_frozen(G: nx.DiGraph) -> FrozenReport | None:
+    """The bundle's ``frozen`` section, or None where capture did not compare."""
+    raw = G.graph.get("frozen")
+    if not isinstance(raw, dict) or not isinstance(raw.get("frozen"), list):
+        return None
+    rows = [Frozen(**f) for f in raw["frozen"] if isinstance(f, dict)]
+    return FrozenReport(int(raw.get("compared") or 0), rows, raw.get("unpaired"))
+
+
+@dataclass
+class Difference:
+    """Where the graph's value and eager's differ, for one tensor."""
+
+    dtype: str
+    shape: list[int]
+    max_abs: float | None  # the largest absolute difference; None: not finite (a NaN)
+    max_rel: float | None  # max_abs over the largest absolute eager value
+    count: int  # elements beyond the tolerance
+    first_index: list[int]  # the first such element, by index ([]: the shapes differ)
+    graph_value: str  # the graph's value there ("nan" and "inf" as they are)
+    eager_value: str
+
+    def said(self) -> str:
+        if not self.first_index and self.shape:
+            return f"its shape or dtype differs from eager's ({self.dtype} {self.shape})"
+        at = ",".join(map(str, self.first_index))
+        size = (
+            f"max abs {self.max_abs:.4g}, max rel {self.max_rel or 0:.3g}"
+            if self.max_abs is not None
+            else "some not finite"
+        )
+        return (
+            f"{self.count:,} of its {_numel(self.shape):,} values differ ({self.dtype}, "
+            f"{size}); first at [{at}]: graph {self.graph_value}, eager {self.eager_value}"
+        )
+
+
+def _numel(shape: list[int]) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
+
+
+def first_difference_text(first: dict[str, Any]) -> str:
+    """The line for the first op whose output differs (``numerics.first``)."""
+    diff = Difference(**first["difference"])
+    what = " ".join(str(x) for x in (first.get("module"), first.get("op")) if x)
+    site = f" ({first['site']})" if first.get("site") else ""
+    nodes = first.get("nodes") or []
+    at = f" at {nodes[0]}" if nodes else ""
+    return f"op {first['index']:,} [{what}]{site}{at}: output {first['output']} {diff.said()}"
