@@ -310,6 +310,8 @@ def test_report_compare_and_buckets_pages(browser: Any) -> None:
         _pick(browser, "compare-b", "llama-b8")
         verdict = _wait(browser, "#update-verdict")
         assert "B can update an executable graph of A in place" in verdict.text
+        hazards = _wait(browser, "#update-hazards")
+        assert "same-name-other-function" in hazards.text and "nvjet_sm90" in hazards.text
         assert "212 nodes matched" in browser.find_element(By.ID, "compare-counts").text
         pages[3].click()  # buckets: the files beside the bundles, tiny-gpt's first
         _wait(browser, "#bucket-table")
