@@ -216,7 +216,10 @@ def test_a_stop_while_the_gpu_ran_eager_kernels_is_a_fallback(
     assert "The program ran on eagerly: 8,400 kernels outside graphs in 350 ms" in (
         violation.message
     )
-    assert "(about 24,000/s, 245.0 ms of GPU time)" in violation.message
+    assert (
+        "(about 24,000/s, 245.0 ms of GPU time; about 5.60 s of eager GPU time over the 8 s, "
+        "at that rate)" in violation.message
+    )
     assert violation.message.endswith("largest graph is for batch 4: a larger batch runs eagerly")
     (note,) = [n for n in notes(rec) if n.code == "graphs-stopped"]
     assert note.severity == "warning"
@@ -353,7 +356,9 @@ def test_a_stop_names_the_eager_batches_past_the_largest_graph(
     (violation,) = [v for v in check([rec]).violations if v.rule == "graphs-stopped"]
     assert violation.message.endswith(
         "eager steps' batches on the program's stack (samples): 5 (4), 8 (2): all larger than "
-        "its largest graph, batch 4"
+        "its largest graph, batch 4. A graph for batch 8 would serve every sampled eager step "
+        "(one for batch 5, 67% of the samples); its memory is known once captured (graphscope "
+        "capture --batch-sizes ... measures each graph's pool)"
     )
     bins["bins"][9]["probe_batches"] = {"2": 1}  # a batch that has a graph ran eagerly too
     rec = recording_with(graphs=graphs, coverage=bins)
@@ -387,7 +392,8 @@ def test_a_stretch_of_eager_steps_between_graph_launches_is_a_lapse(
         "last: g8 (batch 1)) while the program ran on eagerly: 4,000 kernels outside graphs in "
         "200 ms of kernel tracing (about 20,000/s); eager steps' batches on the program's stack "
         "(samples): 6 (4): all larger than its largest graph, batch 4; then graphs were launched "
-        "again"
+        "again. A graph for batch 6 would serve every sampled eager step; its memory is known "
+        "once captured (graphscope capture --batch-sizes ... measures each graph's pool)"
     )
     (note,) = [n for n in notes(rec) if n.code == "graphs-lapsed"]
     assert note.severity == "warning" and note.details == [violation.message.split(": ", 1)[1]]

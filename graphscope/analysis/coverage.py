@@ -171,7 +171,7 @@ def lapse_text(s: Stop, recording: Recording) -> str:
         f"after {s.launches_before:,} launches; the last: {last}) while the program ran on "
         f"eagerly: {s.probe_kernels:,} kernels outside graphs in {s.probe_s * 1e3:,.0f} ms of "
         f"kernel tracing (about {rate:,.0f}/s){_batch_hint(s, batch)}; then graphs were "
-        "launched again"
+        "launched again" + _add_bucket(s, batch)
     )
 
 
@@ -199,6 +199,27 @@ def _batch_hint(s: Stop, batch: dict[str, Any]) -> str:
             "whole reason"
         )
     return hint + f"; its largest graph is for batch {biggest}"
+
+
+def _add_bucket(s: Stop, batch: dict[str, Any]) -> str:
+    """Which graph would have served the sampled eager steps, where all were larger than the
+    largest graph ("" otherwise): the largest batch sampled serves them all; a smaller one,
+    those up to it. Samples are stack samples, not step counts: the shares are of samples,
+    said so. A graph's memory is not known before it is captured, so none is guessed."""
+    biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
+    if not s.batches or biggest is None or min(s.batches) <= biggest:
+        return ""
+    total = sum(s.batches.values())
+    largest = max(s.batches)
+    line = f". A graph for batch {largest} would serve every sampled eager step"
+    smaller = sorted(b for b in s.batches if b < largest)
+    if smaller:
+        part = sum(n for b, n in s.batches.items() if b <= smaller[0])
+        line += f" (one for batch {smaller[0]}, {100 * part / total:.0f}% of the samples)"
+    return line + (
+        "; its memory is known once captured (graphscope capture --batch-sizes ... measures "
+        "each graph's pool)"
+    )
 
 
 def _batches(bins: list[dict[str, Any]]) -> dict[int, int]:
@@ -241,10 +262,15 @@ def stop_text(s: Stop, recording: Recording) -> str:
     if s.batches and s.eager:
         hint = _batch_hint(s, batch)
     if s.eager:
+        # The probes trace a share of the stop; their GPU time per second, over the whole
+        # stop, is what running eagerly cost the GPU (an estimate: said so).
+        cost = s.probe_kernel_us / 1e6 / s.probe_s * s.seconds if s.probe_s else 0.0
         return (
             f"{head}. The program ran on eagerly: {s.probe_kernels:,} kernels outside graphs "
-            f"in {probed} (about {rate:,.0f}/s, {s.probe_kernel_us / 1e3:,.1f} ms of GPU time)"
+            f"in {probed} (about {rate:,.0f}/s, {s.probe_kernel_us / 1e3:,.1f} ms of GPU time; "
+            f"about {cost:,.2f} s of eager GPU time over the {s.seconds:.0f} s, at that rate)"
             + hint
+            + _add_bucket(s, batch)
         )
     return (
         f"{head}. The program ran on without its graphs (eagerly, or idle) or stopped its "
