@@ -20,6 +20,7 @@ from dash import dcc, html
 from dash.development.base_component import Component
 
 from graphscope.analysis.addresses import addresses, known_addresses
+from graphscope.analysis.numerics import first_difference_text, read_frozen
 from graphscope.analysis.timing import IMPLAUSIBLE_SPANS, plausible_max_us
 from graphscope.model import display_name, module_of, module_text, node_key, owner_of
 
@@ -478,6 +479,28 @@ def _origin(data: dict[str, Any]) -> list[Any]:
     return [html.H4("Made by"), _table(rows, "node-origin")]
 
 
+def _against_eager(G: nx.DiGraph, key: str) -> list[Any]:
+    """What capture's value comparison says of this node: the first output that differs from
+    eager's, and the arguments the graph froze (``analysis.numerics``); nothing elsewhere."""
+    lines = []
+    numerics = G.graph.get("numerics")
+    first = numerics.get("first") if isinstance(numerics, dict) else None
+    if isinstance(first, dict) and key in (first.get("nodes") or []):
+        lines.append(
+            "the graph's values first differ from eager's here: " + first_difference_text(first)
+        )
+    frozen = read_frozen(G)
+    for row in frozen.frozen if frozen is not None else []:
+        if row.node == key:
+            lines.append(row.said().split(": ", 1)[-1])
+    if not lines:
+        return []
+    return [
+        html.H4("Graph against eager"),
+        html.Ul([html.Li(line) for line in lines], id="node-against-eager", className="error"),
+    ]
+
+
 def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list[Any]:
     """The panel's children for node ``key``; ``groups``: the open groups it can fold into."""
     data = G.nodes[key]
@@ -496,6 +519,7 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
         html.H4("Parameters"),
         _table(params, "node-launch") if params else html.P("none", className="muted"),
         *_buffers(G, data),
+        *_against_eager(G, key),
         html.H4("Timing"),
         *_timing(G, data),
         *_origin(data),

@@ -250,3 +250,28 @@ def test_a_bundle_with_sections_of_the_wrong_shape_is_refused_by_name(
     with pytest.raises(InputError) as caught:
         graphscope.load(bad)
     assert str(bad) in str(caught.value) and said in str(caught.value)
+
+
+def test_the_node_panel_says_what_the_comparison_found_at_its_node(llama: nx.DiGraph) -> None:
+    pytest.importorskip("dash")
+    from dash_tree import text as shown_text
+    from graphscope.app.panel import node_panel
+
+    key = _node_with(llama, lambda d: True)
+    row = {
+        "node": key,
+        "name": "mul",
+        "arg": 2,
+        "offset": 0,
+        "size": 4,
+        "captured": "0000e040",
+        "later": "00000041",
+        "kind": "value",
+    }
+    H = _with_sections(llama, key, row)
+    shown = shown_text(node_panel(H, key))
+    assert "Graph against eager" in shown
+    assert "the graph's values first differ from eager's here: op 41" in shown
+    assert "argument 2 is 1088421888 (as a float 7) in the graph" in shown
+    other = next(k for k in H if k != key)
+    assert "Graph against eager" not in shown_text(node_panel(H, other))
