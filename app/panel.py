@@ -516,10 +516,11 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
         ),
         *_owner(G, data),
         *_groups(groups),
+        # what the value comparison found here comes first: a wrong result outranks the rest
+        *_against_eager(G, key),
         html.H4("Parameters"),
         _table(params, "node-launch") if params else html.P("none", className="muted"),
         *_buffers(G, data),
-        *_against_eager(G, key),
         html.H4("Timing"),
         *_timing(G, data),
         *_origin(data),
