@@ -796,7 +796,16 @@ DIFFERENCE = Record(
         "graph_value": TEXT,
         "eager_value": TEXT,
     },
-    required=("dtype", "shape", "count", "first_index", "graph_value", "eager_value"),
+    required=(
+        "dtype",
+        "shape",
+        "max_abs",
+        "max_rel",
+        "count",
+        "first_index",
+        "graph_value",
+        "eager_value",
+    ),
 )
 #: The graph against eager by value, at the step after the capture (capture/numerics.py).
 NUMERICS = Record(

@@ -196,6 +196,27 @@ def test_an_error_in_either_comparison_is_said_not_raised(llama: nx.DiGraph) -> 
     ("section", "value", "said"),
     [
         ("numerics", {"first": {"index": 1}}, "metadata.numerics.first.output"),
+        # found by fuzzing the sections: a difference without max_rel reached the findings
+        (
+            "numerics",
+            {
+                "outputs": [
+                    {
+                        "name": "x",
+                        "difference": {
+                            "dtype": "float16",
+                            "shape": [1],
+                            "max_abs": 1.0,
+                            "count": 1,
+                            "first_index": [0],
+                            "graph_value": "1",
+                            "eager_value": "0",
+                        },
+                    }
+                ]
+            },
+            "difference.max_rel",
+        ),
         (
             "numerics",
             {"outputs": [{"name": "x", "difference": {"dtype": 3}}]},
