@@ -19,7 +19,7 @@ function(rings) {
   const begun = Date.now();
   return new Promise(resolve => {
     const check = () => {
-      const gd = document.querySelector('#dag .js-plotly-plot');
+      const gd = document.querySelector('#' + window.graphscopeShared.ids.dag + ' .js-plotly-plot');
       const drawn = gd && gd._fullData && gd.data && gd.data.length === rings.dag + 1
         && gd.querySelector('.scatterlayer .trace, canvas.gl-canvas');
       if (drawn || Date.now() - begun > 30000) {
@@ -42,7 +42,7 @@ function(focus) {
   const begun = Date.now();
   return new Promise(resolve => {
     const move = () => {
-      const gd = document.querySelector('#dag .js-plotly-plot');
+      const gd = document.querySelector('#' + window.graphscopeShared.ids.dag + ' .js-plotly-plot');
       if (gd && gd._fullLayout && window.Plotly) {
         window.Plotly.relayout(gd, focus.ranges).then(() => resolve(focus.at));
       } else if (Date.now() - begun < 10000) {

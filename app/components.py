@@ -11,6 +11,7 @@ from typing import Any
 
 from dash import dcc, html
 
+from .shared import DAG, MINIMAP, TIMELINE
 from .sources import SUFFIXES
 
 CSS = """
@@ -193,7 +194,7 @@ def page_layout(
                                     html.Div(
                                         [
                                             dcc.Graph(
-                                                id="dag",
+                                                id=DAG,
                                                 figure=drawing.figure,
                                                 config={**OFFLINE, "scrollZoom": True},
                                             ),
@@ -201,7 +202,7 @@ def page_layout(
                                             # the graph opens in part: where the view is in
                                             # the whole graph (figure.minimap).
                                             dcc.Graph(
-                                                id="minimap",
+                                                id=MINIMAP,
                                                 figure=drawing.minimap,
                                                 config={**OFFLINE, "displayModeBar": False},
                                             ),
@@ -211,7 +212,7 @@ def page_layout(
                                     ),
                                     # Below the DAG: the node panel beside them stays in view.
                                     html.Div(
-                                        dcc.Graph(id="timeline", config=OFFLINE),
+                                        dcc.Graph(id=TIMELINE, config=OFFLINE),
                                         id="timeline-pane",
                                     ),
                                 ],

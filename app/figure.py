@@ -17,7 +17,8 @@ from graphscope.analysis.node_times import graph_and_eager
 from graphscope.model import display_name, origin_of, replay_median
 from graphscope.names import kernel_label
 
-from .placement import LABEL_LIMIT, Layout
+from .placement import Layout
+from .shared import EDGES, LABEL_LIMIT, RING, DagMeta
 
 #: Above this many nodes the figure is drawn with WebGL and edges lose their arrowheads.
 SVG_LIMIT = 3000
@@ -176,7 +177,7 @@ def _edges(
         # markers (below) are placed on every redraw, and on tiny-llama's 211 edges they were
         # most of a zoom's 157 ms (84 ms without them).
         plain = {"mode": "lines", "line": line, "hoverinfo": "skip", "showlegend": False}
-        return [go.Scatter(x=xs, y=ys, name="edges", **plain)]
+        return [go.Scatter(x=xs, y=ys, name=EDGES, **plain)]
     sizes = [0 if i % 3 == 0 else 9 for i in range(len(xs))]
     marker = {"symbol": "arrow", "angleref": "previous", "size": sizes, "color": "#9a9a9a"}
     return [
@@ -187,7 +188,7 @@ def _edges(
             line=line,
             marker=marker,
             hoverinfo="skip",
-            name="edges",
+            name=EDGES,
             showlegend=False,
         )
     ]
@@ -480,7 +481,7 @@ def build_figure(
         count = len(ringed) if found is None else found
         traces.append(ring_trace(Scatter, lay, ringed, f"matches ({count})", "#ff9900", 17))
     x, y = ring_at(lay, selected)
-    selection = ring_trace(Scatter, lay, [], "selected", "#d62728", 21)
+    selection = ring_trace(Scatter, lay, [], RING, "#d62728", 21)
     selection.update(x=x, y=y, customdata=None)  # moved by a patch on each selection
     traces.append(selection)
     fig = go.Figure(traces)
@@ -517,15 +518,14 @@ def build_figure(
         annotations=row_labels(lay, height),
         # How the page draws the labels: of every node in view (a graph of at most LABEL_LIMIT
         # nodes), or once a zoom leaves each node room for its own.
-        meta={
-            "labels": "always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
-            "arrows": svg and in_page,  # the page draws the edges' arrowheads
-            # The page gives Plotly only what is in and around the view (WebGL has no GPU in
-            # headless Chromium; dag-events.js, "culling").
-            "cull": not svg and in_page,
-            "minimap": mapped,  # shown, in the right margin kept for it
-            "side": "right" if lay.vertical else "alternate",  # where node labels sit
-        },
+        meta=DagMeta(
+            labels="always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
+            arrows=svg and in_page,
+            # WebGL has no GPU in headless Chromium (dag-events.js, "culling")
+            cull=not svg and in_page,
+            minimap=mapped,
+            side="right" if lay.vertical else "alternate",
+        ),
         # Room on the left for the row labels, which the axis range would otherwise clip,
         # and in a column on the right for the node labels beside it.
         xaxis={

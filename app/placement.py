@@ -16,11 +16,12 @@ import networkx as nx
 
 from graphscope.model import layer_of, owner_of
 
+from .shared import LABEL_LIMIT
+
 #: Levels in a row before it wraps, when no layer boundary comes first.
 ROW_LEVELS = 50
-#: Graphs of at most this many drawn nodes carry a label on every node (figure.py) ...
-LABEL_LIMIT = 400
-#: ... and wrap after this many levels, to leave each label room.
+#: Graphs of at most LABEL_LIMIT drawn nodes carry a label on every node (figure.py) and
+#: wrap after this many levels, to leave each label room.
 LABELLED_ROW = 10
 #: A layer change starts a new row only after this many levels: graphs whose layers
 #: interleave node by node would otherwise get a row per node ...

@@ -19,7 +19,7 @@ import dash
 import flask
 from dash import ALL, Input, Output, State
 
-from . import callbacks, clientside, guard, inputs, page_callbacks, protocol
+from . import callbacks, clientside, guard, inputs, page_callbacks, protocol, shared
 from .components import CSS, PAGES
 from .state import ViewState
 
@@ -43,7 +43,10 @@ def create_app(
     # Localhost names only and a capped body, however the app is run; `serve --host` and the
     # WSGI entry point install it again with the names they open it to.
     guard.install(app.server)
-    app.index_string = app.index_string.replace("{%css%}", "{%css%}<style>" + CSS + "</style>")
+    # The page's styles, and what the page's script shares with the figures (shared.py),
+    # in the head: before any asset's script runs.
+    head = "<style>" + CSS + "</style>" + shared.script()
+    app.index_string = app.index_string.replace("{%css%}", "{%css%}" + head)
     app.layout = lambda: callbacks.page(view, _asked())
     register(app, view)
     # Every callback's values checked before it runs, and every request's shape before Dash
@@ -115,8 +118,8 @@ def register(app: dash.Dash, view: ViewState) -> None:
 def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
     @app.callback(
         output={
-            "figure": Output("dag", "figure"),
-            "minimap": Output("minimap", "figure"),
+            "figure": Output(shared.DAG, "figure"),
+            "minimap": Output(shared.MINIMAP, "figure"),
             "style": Output("dag-pane", "style"),
             "status": Output("status", "children"),
             "cards": Output("cards", "children"),
@@ -155,7 +158,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
         },
         inputs={
             "dag_click": Input("dag-pick", "data"),
-            "timeline_click": Input("timeline", "clickData"),
+            "timeline_click": Input(shared.TIMELINE, "clickData"),
             "nav_clicks": Input({"type": "nav", "key": ALL}, "n_clicks"),
             "collapse_clicks": Input({"type": "collapse", "group": ALL}, "n_clicks"),
             # Told apart by the trigger alone.
@@ -179,8 +182,8 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
 
     @app.callback(
         output={
-            "dag": Output("dag", "figure", allow_duplicate=True),
-            "timeline": Output("timeline", "figure", allow_duplicate=True),
+            "dag": Output(shared.DAG, "figure", allow_duplicate=True),
+            "timeline": Output(shared.TIMELINE, "figure", allow_duplicate=True),
             "focus": Output("focus", "data"),
         },
         inputs={"panel": Input("node-panel", "children")},
@@ -198,7 +201,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
         return callbacks.ring(view, **values).outputs()
 
     @app.callback(
-        Output("dag", "figure", allow_duplicate=True),
+        Output(shared.DAG, "figure", allow_duplicate=True),
         Input("painted", "data"),
         State("grouping", "data"),
         prevent_initial_call="initial_duplicate",
@@ -208,7 +211,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
 
     @app.callback(
         output={
-            "figure": Output("timeline", "figure"),
+            "figure": Output(shared.TIMELINE, "figure"),
             "style": Output("timeline-pane", "style"),
             "ring": Output("timeline-ring", "data"),
             "merged": Output("timeline-merged", "data"),
@@ -225,7 +228,7 @@ def _register_graph_page(app: dash.Dash, view: ViewState) -> None:
 
     @app.callback(
         output={
-            "figure": Output("timeline", "figure", allow_duplicate=True),
+            "figure": Output(shared.TIMELINE, "figure", allow_duplicate=True),
             "window": Output("timeline-window", "data"),
         },
         inputs={"relayout": Input("timeline-zoom", "data")},
@@ -354,4 +357,8 @@ def _register_clientside(app: dash.Dash) -> None:
         prevent_initial_call=True,
     )
     wire(clientside.WHEN_PAINTED, Output("painted", "data"), Input("rings", "data"))
-    wire(clientside.X_CHANGES, Output("timeline-zoom", "data"), Input("timeline", "relayoutData"))
+    wire(
+        clientside.X_CHANGES,
+        Output("timeline-zoom", "data"),
+        Input(shared.TIMELINE, "relayoutData"),
+    )

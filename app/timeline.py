@@ -42,6 +42,7 @@ from .cards import (
     launch_traced,
 )
 from .figure import HOVER_LINE, escape, hover_text, replay_us
+from .shared import RING
 
 #: Above this many bars in a row, the row is drawn with WebGL.
 BAR_LIMIT = 3000
@@ -491,7 +492,7 @@ def build_timeline(
             orientation="h",
             marker={"color": "rgba(0,0,0,0)", "line": {"color": "#d62728", "width": 3}},
             hoverinfo="skip",
-            name="selected",
+            name=RING,
         )
     )
     fig = go.Figure(traces)

@@ -76,7 +76,8 @@ from dash import dcc, html
 from graphscope.app.browser import headless_chromium
 from graphscope.app.components import OFFLINE
 from graphscope.app.figure import TYPE_COLOURS, build_figure, node_label
-from graphscope.app.placement import LABEL_LIMIT, Layout, layout
+from graphscope.app.placement import Layout, layout
+from graphscope.app.shared import LABEL_LIMIT
 
 import graphscope
 from graphscope.analysis.folding import GROUP, all_groups, collapsed, group_levels, overview

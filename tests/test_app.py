@@ -746,3 +746,22 @@ def test_the_report_page_of_a_recorded_graph_shows_its_replay_timing_not_no_timi
     assert "model.layers.*.self_attn" in shown_text(llama)
     assert "Graph against eager, node by node" in shown_text(llama)
     assert "Graph against eager" not in shown  # a recording has no eager side
+
+
+def test_the_page_gets_what_its_script_shares_with_the_figures_once_from_python() -> None:
+    import re
+
+    from graphscope.app import shared
+
+    app = server.create_app([LLAMA], preload=False)
+    html_page = app.server.test_client().get("/").get_data(as_text=True)
+    head = html_page.split("</head>", 1)[0]
+    [given] = re.findall(r"window\.graphscopeShared = (\{.*?\});</script>", head)
+    assert json.loads(given) == shared.for_page()
+    # the script keeps no copies of its own of the ids, trace names and limits
+    script = (ROOT / "app" / "assets" / "dag-events.js").read_text()
+    for literal in ("'dag'", "'minimap'", "'timeline'", "'edges'", "'selected'", "#dag", "= 400"):
+        assert literal not in script, literal
+    G = graphscope.load(LLAMA)
+    names = {t.name for t in build_figure(G, layout(G)).data}
+    assert {shared.EDGES, shared.RING} <= names

@@ -39,7 +39,11 @@
 //    until 325 to 455 ms after the click, and the next key press or click waited for that.
 (function () {
   'use strict';
-  const MOST = 400;     // labels drawn at once: figure.LABEL_LIMIT
+  // Ids, trace names and limits shared with the server's figures: app/shared.py, given
+  // to the page in its head before this script runs.
+  const SHARED = window.graphscopeShared;
+  const IDS = SHARED.ids;
+  const MOST = SHARED.labelLimit;  // labels drawn at once
   const ROOM_PX = 40;   // px per x unit: labels alternate above and below, so each has two units
   const SVG = 'http://www.w3.org/2000/svg';
   const HEAD_PX = 8;    // an arrowhead's length
@@ -128,7 +132,7 @@
   // the zoom's aspect. None for a graph Plotly draws with WebGL (figure.SVG_LIMIT).
   function arrowheads(gd, xa, ya, x0, x1, ylo, yhi) {
     if (!(gd._fullLayout.meta && gd._fullLayout.meta.arrows)) return null;
-    const edges = gd.data.find((t) => t.name === 'edges');
+    const edges = gd.data.find((t) => t.name === SHARED.traces.edges);
     if (!edges || !edges.x) return null;
     const xs = edges.x, ys = edges.y, parts = [];
     for (let i = 0; i + 1 < xs.length; i += 3) {
@@ -191,7 +195,7 @@
   // where the left button went down on the DAG's plot or the minimap's, if it did
   let down = null;
   function dagPlot() {
-    return document.querySelector('#dag .js-plotly-plot');
+    return document.querySelector('#' + IDS.dag + ' .js-plotly-plot');
   }
   // Capture: before Plotly's own handlers, which start a drag on the plot.
   document.addEventListener('mousedown', (event) => {
@@ -228,7 +232,7 @@
   }, true);
 
   function minimapOf() {
-    return document.querySelector('#minimap .js-plotly-plot');
+    return document.querySelector('#' + IDS.minimap + ' .js-plotly-plot');
   }
 
   // The rectangle of the DAG's view on the minimap: a div over it, placed by the page. A
@@ -258,7 +262,7 @@
     const [x0, x1] = gd._fullLayout.xaxis.range, [y0, y1] = gd._fullLayout.yaxis.range;
     // Only for a graph that opens in part (layout.meta.minimap, figure.build_figure), and
     // then in the margin the DAG keeps for it, level with the plot's top: never over a node.
-    const holder = document.getElementById('minimap');
+    const holder = document.getElementById(IDS.minimap);
     const mapped = !!(gd._fullLayout.meta && gd._fullLayout.meta.minimap);
     holder.style.visibility = mapped ? 'visible' : 'hidden';
     holder.style.top = gd._fullLayout.yaxis._offset + 'px';
@@ -380,7 +384,7 @@
   }
 
   // 6. The selection rings: see the top.
-  const RING = 'selected';  // the ring trace's name: figure.build_figure, timeline.build_timeline
+  const RING = SHARED.traces.ring;  // the ring trace's name
 
   // `data` with its ring trace swapped for an empty one: the same object for as long as the
   // ring looks the same, so that Plotly.react finds nothing changed. The ring kept to draw.
@@ -469,7 +473,7 @@
   }
 
   function timelinePlot() {
-    return document.querySelector('#timeline .js-plotly-plot');
+    return document.querySelector('#' + IDS.timeline + ' .js-plotly-plot');
   }
 
   function watchTimeline() {
@@ -491,7 +495,7 @@
     const react = Plotly.react;
     Plotly.react = function (gd, figure) {
       const owner = gd && gd.closest && figure && Array.isArray(figure.data) && figure.layout ?
-        gd.closest('#dag, #timeline') : null;
+        gd.closest('#' + IDS.dag + ', #' + IDS.timeline) : null;
       if (!owner) return react.apply(this, arguments);
       const layout = figure.layout, meta = layout.meta;
       // A patch of the ring alone (every other trace the same object, the layout the same):
@@ -503,11 +507,11 @@
           figure.data.every((t, i) => t === last.data[i] || (t.name === RING &&
                                                               last.data[i].name === RING))) {
         takeRing(gd, figure.data);
-        if (owner.id === 'dag') drawRing(gd); else drawBarRing(gd);
+        if (owner.id === IDS.dag) drawRing(gd); else drawBarRing(gd);
         return Promise.resolve(gd);
       }
       let data = figure.data;
-      if (owner.id === 'dag') {
+      if (owner.id === IDS.dag) {
         const kept = gd._fullLayout && gd.layout && gd.layout.uirevision === layout.uirevision;
         const r = meta && meta.cull && (kept ? rangesOf(gd._fullLayout.xaxis, gd._fullLayout.yaxis)
           : rangesOf(layout.xaxis, layout.yaxis, true));
