@@ -287,7 +287,7 @@ def page_layout(
             dcc.Store(id="grouping", data=grouping),
             dcc.Store(id="rings", data=drawing.rings),
             dcc.Store(id="painted"),
-            dcc.Store(id="dag-pick"),  # the node a click in the DAG is on (assets/dag-events.js)
+            dcc.Store(id="dag-pick"),  # the node a click in the DAG is on (assets/gs-2-clicks.js)
             dcc.Store(id="timeline-ring"),
             dcc.Store(id="timeline-merged"),
             dcc.Store(id="timeline-window"),

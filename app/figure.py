@@ -148,7 +148,7 @@ def _edges(
 ) -> list[go.Scatter | go.Scattergl]:
     """The edges as one trace. With ``arrows``, each edge is its own segment stopping short
     of its target; with ``page_arrows`` too, the page draws the arrowheads at those ends (in
-    its layer over the plot, assets/dag-events.js), else Plotly does, as markers."""
+    its layer over the plot, assets/gs-1-labels.js), else Plotly does, as markers."""
     xs: list[float | None] = []
     ys: list[float | None] = []
     for a, b in G.edges():
@@ -208,7 +208,7 @@ def _nodes(
     """One clickable trace of nodes: their keys as customdata, names and times on hover.
 
     With ``in_page`` the labels are carried in ``meta`` and drawn by the page, in a layer
-    of its own over the plot (assets/dag-events.js); else (a file with no page script, the
+    of its own over the plot (assets/gs-1-labels.js); else (a file with no page script, the
     HTML export) Plotly draws them, for a graph of at most ``LABEL_LIMIT`` nodes.
     """
     drawn = not in_page and G.number_of_nodes() <= LABEL_LIMIT
@@ -407,7 +407,7 @@ def build_figure(
 
     Without ``hover`` the nodes have no hover text yet: ``node_hovers`` gives it, to patch in
     after the first paint (hover text is most of a large figure's bytes). ``in_page``: the
-    figure is drawn in the dashboard's page, whose script (assets/dag-events.js) draws the
+    figure is drawn in the dashboard's page, whose script (assets/gs-*.js) draws the
     node labels and arrowheads and finds the node a click is on; else (the HTML export)
     Plotly does all three.
     """
@@ -501,7 +501,7 @@ def build_figure(
         yaxis = {"visible": False, "autorange": False, "range": [top, -1.0]}
     # The minimap, for a graph that opens in part, sits in a margin of its own right of the
     # plot: over the plot it hid nodes, and a click on one of them moved the view instead.
-    # A graph that opens whole has none (dag-events.js hides it).
+    # A graph that opens whole has none (gs-3-minimap.js hides it).
     mapped = top is not None and in_page
     fig.update_layout(
         # The legend sits above the plot, in its own margin: over the plot it hid nodes.
@@ -521,7 +521,7 @@ def build_figure(
         meta=DagMeta(
             labels="always" if G.number_of_nodes() <= LABEL_LIMIT else "zoomed",
             arrows=svg and in_page,
-            # WebGL has no GPU in headless Chromium (dag-events.js, "culling")
+            # WebGL has no GPU in headless Chromium (assets/gs-4-cull.js)
             cull=not svg and in_page,
             minimap=mapped,
             side="right" if lay.vertical else "alternate",
@@ -601,7 +601,7 @@ def minimap(lay: Layout) -> go.Figure:
     elements, and each frame of a click repainted them: on the 10,780-node sample expanded,
     a click took a median 82 ms to the panel with them (11 clicks, a probe), 62 ms with the
     minimap hidden (13) and 73 ms with the paths (11). The page draws the view's rectangle
-    on it and moves the DAG's view to a clicked point (assets/dag-events.js).
+    on it and moves the DAG's view to a clicked point (assets/gs-3-minimap.js).
     """
     d = density(lay)
     fig = go.Figure()
@@ -638,7 +638,7 @@ def minimap(lay: Layout) -> go.Figure:
         plot_bgcolor="white",
         dragmode=False,
         # Fixed ranges: the page draws the rectangle of the DAG's view over them (a div,
-        # assets/dag-events.js), in these axes' units.
+        # assets/gs-3-minimap.js), in these axes' units.
         hovermode=False,
         showlegend=False,
         xaxis={"visible": False, "fixedrange": True, "range": [d.x0, d.x1]},

@@ -1,4 +1,4 @@
-"""What the Python side and the page's script (``assets/dag-events.js``, ``clientside``)
+"""What the Python side and the page's script (``assets/gs-*.js``, ``clientside``)
 share, named once: the ids of the plots the page drives, the names of the traces it finds in
 a figure, the keys of a DAG figure's ``layout.meta``, and the label limit.
 

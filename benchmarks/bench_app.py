@@ -19,7 +19,7 @@ Each opens in a fresh app, at 1600x1000. Measured, per run:
 - redraw: ``Plotly.relayout`` to a zoom in and to a pan, as the wheel and the drag do, until
   Plotly has drawn the new view: ``plotly_afterplot``, then the second frame (WebGL traces,
   above 3,000 nodes, draw in a task after the first). Above 3,000 nodes the page gives Plotly
-  only a window around the view (assets/dag-events.js, "culling"): a pan of a fifth of the
+  only a window around the view (assets/gs-4-cull.js): a pan of a fifth of the
   view stays in it, and a far pan, one and a half views, leaves it and is timed to the
   redraw of the new window;
 - click: a real mouse click (Selenium's pointer) on the pixel of a drawn node, at the first
@@ -76,7 +76,7 @@ const nodes = gd.data.filter(t => t.customdata && t.customdata.length);
 return nodes.length > 0 && !!gd.querySelector('.scatterlayer .trace, canvas.gl-canvas');
 """
 # Pan or zoom, timed by the page itself: relayout, Plotly's afterplot, the second frame. A
-# culled view (assets/dag-events.js) that left its window is drawn again for a new one: the
+# culled view (assets/gs-4-cull.js) that left its window is drawn again for a new one: the
 # time runs on to that redraw's second frame. `far` pans by one and a half views, out of the
 # window; `pan` by a fifth of one.
 _REDRAW = """
@@ -118,7 +118,7 @@ gd._fullData.forEach((t, i) => {
                 text: label ? (Array.isArray(label) ? label[j] : label) : ''});
   }
 });
-// The labels the page draws in its own layer (assets/dag-events.js), and any Plotly drew.
+// The labels the page draws in its own layer (assets/gs-1-labels.js), and any Plotly drew.
 const labels = [...gd.querySelectorAll('svg.gs-labels text, .scatterlayer .textpoint text')]
   .filter(e => e.textContent).map(e => {
     const b = e.getBoundingClientRect();

@@ -11,7 +11,7 @@ plotly.js, or the dash-cytoscape component), so that each pays Dash's own start-
 
 - ``plotly``: ``figure.build_figure`` on ``placement.layout`` of the view, drawn by a
   ``dcc.Graph`` with the app's assets (its plotly.js of scatter, scattergl and bar, and
-  dag-events.js), Plotly drawing the labels as the app did when the figures in
+  assets/gs-1-labels.js), Plotly drawing the labels as the app did when the figures in
   docs/DASHBOARD.md were measured (``in_page=False``; the app now draws them in a layer
   of its own, with the edges' arrowheads: tiny-llama's zoom is 84 ms instead of about 200);
 - ``cytoscape``: dash-cytoscape's ``Cytoscape`` (Cytoscape.js 3.28, canvas), ``preset`` layout
@@ -73,6 +73,7 @@ from typing import Any
 import dash
 import networkx as nx
 from dash import dcc, html
+from graphscope.app import shared
 from graphscope.app.browser import headless_chromium
 from graphscope.app.components import OFFLINE
 from graphscope.app.figure import TYPE_COLOURS, build_figure, node_label
@@ -97,7 +98,7 @@ SIGMA_CHUNKS = (
     "vendors-node_modules_events_events_js-node_modules_sigma_rendering_webgl_programs_edge_rectan-f2e7ad",
     "vendors-node_modules_graphology_dist_graphology_umd_min_js",
 )
-ROOM_PX = 40  # px per level before a large graph's labels show (assets/dag-events.js ROOM_PX)
+ROOM_PX = 40  # px per level before a large graph's labels show (assets/gs-1-labels.js ROOM_PX)
 PAINT_TIMEOUT = 300.0  # s: a renderer slower than this on a graph is reported as such
 SETTLE = 0.5  # s between measurements, so that one redraw's tail does not time the next
 
@@ -307,7 +308,14 @@ def scenes(names: list[str]) -> Iterator[Scene]:
 def _app(assets: Path, head: str, body: Any) -> dash.Dash:
     app = dash.Dash(__name__, assets_folder=str(assets), update_title=None)
     app.index_string = dash.dash._default_index.replace(
-        "{%css%}", "{%css%}<style>body{margin:0}</style><script>" + _HOOK + head + "</script>"
+        "{%css%}",
+        # the app's page scripts read what the figures share with them (app/shared.py)
+        "{%css%}<style>body{margin:0}</style>"
+        + shared.script()
+        + "<script>"
+        + _HOOK
+        + head
+        + "</script>",
     )
     app.layout = body
     return app

@@ -759,7 +759,7 @@ def test_the_page_gets_what_its_script_shares_with_the_figures_once_from_python(
     [given] = re.findall(r"window\.graphscopeShared = (\{.*?\});</script>", head)
     assert json.loads(given) == shared.for_page()
     # the script keeps no copies of its own of the ids, trace names and limits
-    script = (ROOT / "app" / "assets" / "dag-events.js").read_text()
+    script = "".join(p.read_text() for p in (ROOT / "app" / "assets").glob("gs-*.js"))
     for literal in ("'dag'", "'minimap'", "'timeline'", "'edges'", "'selected'", "#dag", "= 400"):
         assert literal not in script, literal
     G = graphscope.load(LLAMA)

@@ -42,7 +42,7 @@ def browser() -> Iterator[Any]:
     driver.quit()
 
 
-# The node labels the page draws, in its own layer over the DAG (assets/dag-events.js).
+# The node labels the page draws, in its own layer over the DAG (assets/gs-1-labels.js).
 _LABELS_IN_VIEW = (
     "return [...document.querySelectorAll('#dag svg.gs-labels text')].map(t => t.textContent);"
 )
@@ -93,7 +93,7 @@ def test_clicking_a_node_shows_its_kernel_and_timing(browser: Any) -> None:
         assert "grid" in launch and "block" in launch and "registers per thread" in launch
         assert title.text in launch  # the same kernel's name in the launch table
         # The selection ring is drawn by the page round the clicked node, and round its bars
-        # on the timeline; Plotly's own ring traces are left empty (assets/dag-events.js).
+        # on the timeline; Plotly's own ring traces are left empty (assets/gs-1-labels.js).
         box = points[5].rect
         centre = (box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         ring = WebDriverWait(browser, 10).until(
@@ -130,7 +130,7 @@ def test_a_bad_file_shows_its_error_and_the_app_goes_on(browser: Any, tmp_path: 
         WebDriverWait(browser, 20, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: "broken.json" in d.find_element(By.ID, "load-error").text
         )
-        # The page's scripts find no DAG to draw on, and say nothing of it (dag-events.js
+        # The page's scripts find no DAG to draw on, and say nothing of it (assets/gs-*.js
         # read the empty plot's data: a TypeError twice on every such page).
         time.sleep(0.5)  # its watch runs every 200 ms
         assert _script_errors(browser) == []
@@ -184,7 +184,7 @@ def test_clicking_the_eager_row_selects_the_node(browser: Any) -> None:
 def test_a_drag_pans_and_selects_nothing_and_a_click_takes_the_node_under_it(
     browser: Any,
 ) -> None:
-    """The page finds the clicked node itself (assets/dag-events.js): a press that moves is a
+    """The page finds the clicked node itself (assets/gs-2-clicks.js): a press that moves is a
     pan, not a click, and a click between nodes selects nothing."""
     url, server = serve_in_thread([BUNDLES / "tiny-gpt-b1.json.gz"])
     nodes = "#dag .scatterlayer .trace:nth-child(2) .points path"
@@ -429,7 +429,7 @@ _RANGES = (
 
 
 # The DAG's nodes in view: of the whole figure the page holds, and of what Plotly was given
-# (assets/dag-events.js culls a WebGL view to a window around it); and how many it was given.
+# (assets/gs-4-cull.js culls a WebGL view to a window around it); and how many it was given.
 _NODES_IN_VIEW = """
 const gd = document.querySelector('#dag .js-plotly-plot');
 const [x0, x1] = [...gd._fullLayout.xaxis.range].sort((a, b) => a - b);

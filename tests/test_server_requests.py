@@ -259,7 +259,7 @@ def test_a_callback_request_that_is_not_json_is_refused_in_one_line(
         "/assets/../server.py",
         "/assets/%2e%2e/server.py",
         "/assets/..%5cserver.py",
-        "/assets/dag-events.js%00.txt",
+        "/assets/gs-0-core.js%00.txt",
         "/assets//etc/passwd",
         "/static/x.js",
         "/static/%2e%2e/server.py",
