@@ -428,8 +428,10 @@ def generated_code_dirs() -> tuple[str, ...]:
     return _generated
 
 
-def _op_tracker(attribution: Attribution) -> Any:
-    """A TorchDispatchMode that keeps ``attribution.op`` set to the running aten op."""
+def dispatch_mode(handle: Callable[[Any, tuple[Any, ...], dict[str, Any]], Any]) -> Any:
+    """A TorchDispatchMode that runs every aten op as ``handle(func, args, kwargs)``, made to
+    sit beside torch.compile (the attribution's op tracker and the value comparison's tape,
+    ``capture.numerics``, are two)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     # TorchDispatchMode wraps a subclass's __torch_dispatch__ in torch._disable_dynamo unless
@@ -439,7 +441,7 @@ def _op_tracker(attribution: Attribution) -> Any:
     # yet. Where the program has not imported Dynamo, nothing can compile into this frame.
     compiling = "torch._dynamo" in sys.modules
 
-    class OpTracker(TorchDispatchMode):  # type: ignore[misc]  # torch is untyped here: Any
+    class Mode(TorchDispatchMode):  # type: ignore[misc]  # torch is untyped here: Any
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
             return compiling
@@ -455,14 +457,23 @@ def _op_tracker(attribution: Attribution) -> Any:
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
-            previous = attribution.op
-            attribution.op = func._schema.name  # "aten::mm"
-            try:
-                return func(*args, **(kwargs or {}))
-            except Exception as exc:
-                attribution.note_failure(exc.__traceback__)
-                raise
-            finally:
-                attribution.op = previous
+            return handle(func, args, kwargs or {})
 
-    return OpTracker()
+    return Mode()
+
+
+def _op_tracker(attribution: Attribution) -> Any:
+    """A TorchDispatchMode that keeps ``attribution.op`` set to the running aten op."""
+
+    def track(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        previous = attribution.op
+        attribution.op = func._schema.name  # "aten::mm"
+        try:
+            return func(*args, **kwargs)
+        except Exception as exc:
+            attribution.note_failure(exc.__traceback__)
+            raise
+        finally:
+            attribution.op = previous
+
+    return dispatch_mode(track)

@@ -39,7 +39,13 @@ from graphscope.analysis.numerics import Difference, tolerance
 from graphscope.errors import CaptureError
 
 from ._cuda import runtime
-from .attribution import generated_code_dirs, library_paths, module_at, module_names
+from .attribution import (
+    dispatch_mode,
+    generated_code_dirs,
+    library_paths,
+    module_at,
+    module_names,
+)
 from .sites import Frames
 
 #: The share of the GPU's free memory the copies of one window may take.
@@ -131,29 +137,13 @@ class OpTape:
 
     @contextlib.contextmanager
     def active(self) -> Iterator[OpTape]:
-        from torch.utils._python_dispatch import TorchDispatchMode
+        def run(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+            before = self.count_nodes() if self.count_nodes is not None else None
+            out = func(*args, **kwargs)
+            self.record(func, out, before)
+            return out
 
-        tape = self
-        compiling = "torch._dynamo" in sys.modules
-
-        class Tape(TorchDispatchMode):  # type: ignore[misc]  # torch is untyped here: Any
-            @classmethod
-            def _should_skip_dynamo(cls) -> bool:  # see attribution._op_tracker
-                return compiling
-
-            @classmethod
-            def ignore_compile_internals(cls) -> bool:
-                return True
-
-            def __torch_dispatch__(
-                self, func: Any, types: Any, args: Any = (), kwargs: Any = None
-            ) -> Any:
-                before = tape.count_nodes() if tape.count_nodes is not None else None
-                out = func(*args, **(kwargs or {}))
-                tape.record(func, out, before)
-                return out
-
-        with Tape():
+        with dispatch_mode(run):
             yield self
 
 

@@ -113,6 +113,21 @@ def _difference(**extra: Any) -> dict[str, Any]:
     }
 
 
+def _frozen_row(key: str, **extra: Any) -> dict[str, Any]:
+    """A frozen-value row as capture writes it: a float scalar 7 at capture, 8 a step later."""
+    return {
+        "node": key,
+        "name": "mul",
+        "arg": 2,
+        "offset": 0,
+        "size": 4,
+        "captured": "0000e040",
+        "later": "00000041",
+        "kind": "value",
+        **extra,
+    }
+
+
 def _with_sections(G: nx.DiGraph, key: str, frozen_row: dict[str, Any]) -> nx.DiGraph:
     H = copy.deepcopy(G)
     H.graph["numerics"] = {
@@ -145,19 +160,7 @@ def test_the_findings_name_the_first_differing_op_and_each_frozen_argument(
     llama: nx.DiGraph, tmp_path: Path
 ) -> None:
     key = _node_with(llama, lambda d: True)
-    row = {
-        "node": key,
-        "name": "mul",
-        "arg": 2,
-        "offset": 0,
-        "size": 4,
-        "captured": "0000e040",
-        "later": "00000041",
-        "kind": "value",
-        "module": "model.layers.0.mlp",
-        "op": "aten::mul",
-        "site": "step.py:12 in run",
-    }
+    row = _frozen_row(key, module="model.layers.0.mlp", op="aten::mul", site="step.py:12 in run")
     H = _with_sections(llama, key, row)
     # through the bundle writer and reader, as capture leaves it
     path = graphscope.save(H, tmp_path / "planted.json.gz")
@@ -279,16 +282,7 @@ def test_the_node_panel_says_what_the_comparison_found_at_its_node(llama: nx.DiG
     from graphscope.app.panel import node_panel
 
     key = _node_with(llama, lambda d: True)
-    row = {
-        "node": key,
-        "name": "mul",
-        "arg": 2,
-        "offset": 0,
-        "size": 4,
-        "captured": "0000e040",
-        "later": "00000041",
-        "kind": "value",
-    }
+    row = _frozen_row(key)
     H = _with_sections(llama, key, row)
     shown = shown_text(node_panel(H, key))
     assert "Graph against eager" in shown
