@@ -28,6 +28,7 @@ from typing import Any
 import networkx as nx
 
 from ..model import display_name, nodes_by_graph
+from .arguments import changed_words
 
 #: (relative, absolute) tolerance per dtype for two values to count as one. A graph replays
 #: the kernels eager launches, so most outputs agree to the bit; these admit a library that
@@ -128,26 +129,6 @@ def _site(data: dict[str, Any]) -> str | None:
     return f"{file}:{origin.get('line')}{function}"
 
 
-def _words(arg: dict[str, Any]) -> list[tuple[int, str]]:
-    """(byte offset, hex) of an argument's words: the whole of one of at most 8 bytes, else
-    each aligned 8 bytes (a struct holds pointers and sizes side by side)."""
-    value = arg.get("value")
-    if not isinstance(value, str):
-        return []
-    if len(value) <= 16:
-        return [(0, value)]
-    return [(at // 2, value[at : at + 16]) for at in range(0, len(value), 16)]
-
-
-def _pointer_names(data: dict[str, Any]) -> dict[tuple[Any, Any], dict[str, Any]]:
-    found = data.get("pointers")
-    return {
-        (p.get("arg"), p.get("offset")): p
-        for p in (found if isinstance(found, list) else [])
-        if isinstance(p, dict)
-    }
-
-
 def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
     captured one step later (nodes paired in creation order, graph by graph)."""
@@ -173,55 +154,45 @@ def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
             report.compared += 1
             if args_a == args_b or len(args_a) != len(args_b):
                 continue
-            report.frozen += _differences(key, a, b, args_a, args_b)
+            report.frozen += _differences(key, a, b)
     return report
 
 
-def _differences(
-    key: str, a: dict[str, Any], b: dict[str, Any], args_a: list[Any], args_b: list[Any]
-) -> list[Frozen]:
-    named_a, named_b = _pointer_names(a), _pointer_names(b)
+def _differences(key: str, a: dict[str, Any], b: dict[str, Any]) -> list[Frozen]:
     attribution = a.get("attribution")
     origin: dict[str, Any] = attribution if isinstance(attribution, dict) else {}
     found = []
-    for index, (x, y) in enumerate(zip(args_a, args_b, strict=True)):
-        if not isinstance(x, dict) or not isinstance(y, dict) or x.get("value") == y.get("value"):
-            continue
-        words_b = dict(_words(y))
-        for offset, word in _words(x):
-            other = words_b.get(offset)
-            if other is None or other == word:
+    for w in changed_words(a, b)[0]:
+        kind, buffer = "value", None
+        if w.pointer:
+            # A pointer. Into the capture's own memory (its pool: each capture has its own),
+            # it is no finding. To a buffer the step reads from outside (an input, a
+            # parameter, the state) that the same launch no longer reads a step later, the
+            # step made that buffer anew: the graph reads the old one.
+            pa = w.pointer_before
+            if pa is None:
+                continue  # the graph's word points nowhere known
+            name = pa.get("buffer") or pa.get("segment")
+            own = not pa.get("buffer") and "private pool" in str(pa.get("segment"))
+            if not isinstance(name, str) or own or name.startswith("output:"):
                 continue
-            pa, pb = named_a.get((index, offset)), named_b.get((index, offset))
-            kind, buffer = "value", None
-            if pa is not None or pb is not None:
-                # A pointer. Into the capture's own memory (its pool: each capture has its
-                # own), it is no finding. To a buffer the step reads from outside (an input,
-                # a parameter, the state) that the same launch no longer reads a step later,
-                # the step made that buffer anew: the graph reads the old one.
-                if pa is None:
-                    continue  # the graph's word points nowhere known
-                name = pa.get("buffer") or pa.get("segment")
-                own = not pa.get("buffer") and "private pool" in str(pa.get("segment"))
-                if not isinstance(name, str) or own or name.startswith("output:"):
-                    continue
-                kind, buffer = "pointer", name
-            found.append(
-                Frozen(
-                    node=key,
-                    name=display_name(a),
-                    arg=index,
-                    offset=offset,
-                    size=len(word) // 2,
-                    captured=word,
-                    later=other,
-                    kind=kind,
-                    buffer=buffer,
-                    module=origin.get("module"),
-                    op=origin.get("op"),
-                    site=_site(a),
-                )
+            kind, buffer = "pointer", name
+        found.append(
+            Frozen(
+                node=key,
+                name=display_name(a),
+                arg=w.arg,
+                offset=w.offset,
+                size=len(w.before) // 2,
+                captured=w.before,
+                later=w.after,
+                kind=kind,
+                buffer=buffer,
+                module=origin.get("module"),
+                op=origin.get("op"),
+                site=_site(a),
             )
+        )
     return found
 
 

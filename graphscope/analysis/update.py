@@ -41,6 +41,7 @@ from typing import Any
 import networkx as nx
 
 from ..model import display_name, nodes_by_graph
+from .arguments import changed_words
 
 #: The node attributes each type's update rules look at.
 _MEMCPY_TYPES = ("src.memory_type", "dst.memory_type")
@@ -154,35 +155,8 @@ def _changed_args(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, bool]:
     """Whether a kernel pair's argument bytes differ in a word that holds a known pointer in
     either, and whether they differ elsewhere (a value: a scalar, a size, a pointer into
     memory the bundle could not name)."""
-    args_a, args_b = a.get("args"), b.get("args")
-    if not isinstance(args_a, list) or not isinstance(args_b, list) or args_a == args_b:
-        return False, False
-    pointed = set()
-    for node in (a, b):
-        found = node.get("pointers")
-        for p in found if isinstance(found, list) else []:
-            if isinstance(p, dict):
-                pointed.add((p.get("arg"), p.get("offset")))
-    pointer = value = False
-    for index, (x, y) in enumerate(zip(args_a, args_b, strict=False)):
-        bytes_a = x.get("value") if isinstance(x, dict) else None
-        bytes_b = y.get("value") if isinstance(y, dict) else None
-        if not isinstance(bytes_a, str) or not isinstance(bytes_b, str) or bytes_a == bytes_b:
-            continue
-        if len(bytes_a) != len(bytes_b):
-            value = True
-            continue
-        # Compare word by word (8 bytes, 16 hex digits): a struct argument holds pointers
-        # and sizes side by side, and only its pointer words are where memory moved.
-        for at in range(0, len(bytes_a), 16):
-            if bytes_a[at : at + 16] != bytes_b[at : at + 16]:
-                if (index, at // 2) in pointed:
-                    pointer = True
-                else:
-                    value = True
-    if len(args_a) != len(args_b):
-        value = True
-    return pointer, value
+    found, reshaped = changed_words(a, b)
+    return any(w.pointer for w in found), reshaped or any(not w.pointer for w in found)
 
 
 def _handles_comparable(A: nx.DiGraph, B: nx.DiGraph, pairs: list[tuple[str, str]]) -> bool | None:
