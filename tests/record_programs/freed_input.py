@@ -19,7 +19,7 @@ import json
 import time
 
 import torch
-from torch_buckets import Decoder, capture
+from torch_buckets import Decoder, capture, replay_for
 
 
 def main() -> None:
@@ -46,13 +46,7 @@ def main() -> None:
             tokens.copy_(new)
         else:
             tokens = new  # the buffer the graph reads is freed
-        replays, until = 0, time.perf_counter() + args.seconds
-        while time.perf_counter() < until:
-            graph.replay()
-            replays += 1
-            if replays % 100 == 0:
-                torch.cuda.synchronize()
-        torch.cuda.synchronize()
+        replays = replay_for(graph, args.seconds)
         from_graph = logits.clone()
         model(tokens, pos)  # eagerly, on the input as the program holds it now
         torch.cuda.synchronize()

@@ -111,6 +111,19 @@ def capture(
     return graphs, outputs, graph_s
 
 
+def replay_for(graph: torch.cuda.CUDAGraph, seconds: float) -> int:
+    """Replay ``graph`` back to back for ``seconds``, synchronising every 100 replays so the
+    queue stays short; how many replays ran."""
+    replays, until = 0, time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        graph.replay()
+        replays += 1
+        if replays % 100 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    return replays
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--buckets", type=int, nargs="+", default=[1, 2, 4])

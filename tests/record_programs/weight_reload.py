@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import torch
-from torch_buckets import Decoder
+from torch_buckets import Decoder, replay_for
 
 
 def main() -> None:
@@ -54,13 +53,7 @@ def main() -> None:
                 param.data.copy_(new)
             else:
                 param.data = new
-        replays, until = 0, time.perf_counter() + args.seconds
-        while time.perf_counter() < until:
-            graph.replay()
-            replays += 1
-            if replays % 100 == 0:
-                torch.cuda.synchronize()
-        torch.cuda.synchronize()
+        replays = replay_for(graph, args.seconds)
         from_graph = logits.clone()
         model(tokens, pos)  # eagerly, with the weights as they are now
         torch.cuda.synchronize()
