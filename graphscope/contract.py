@@ -616,7 +616,18 @@ PARITY = Record(
         "config": ListOf(Record({"node": TEXT, "name": Maybe(TEXT), "field": TEXT})),
         "counts": ListOf(Record({"what": TEXT, "graph": COUNT, "eager": COUNT})),
         "ok": Flag(),
-    }
+    },
+    # every field: capture and import-trace write them all, and readers take each as there
+    required=(
+        "matched",
+        "graph_ops",
+        "eager_ops",
+        "only_in_graph",
+        "only_in_eager",
+        "config",
+        "counts",
+        "ok",
+    ),
 )
 
 

@@ -166,6 +166,12 @@ NODE_RULES = [
         _meta(lambda m: m["parity"]["only_in_graph"].append({"node": "graph_1_node_999"})),
         r'metadata.parity.only_in_graph\[0\].node: "graph_1_node_999" is not a node',
     ),
+    (
+        # found by the commands fuzz: parity without `matched` passed, and inspect raised
+        "parity field",
+        _meta(lambda m: m["parity"].pop("matched")),
+        r"metadata.parity.matched: is missing",
+    ),
 ]
 
 
