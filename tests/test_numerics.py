@@ -227,38 +227,12 @@ def test_an_error_in_either_comparison_is_said_not_raised(llama: nx.DiGraph) -> 
         ),
         (
             "frozen",
-            {
-                "frozen": [
-                    {
-                        "node": "a",
-                        "name": "k",
-                        "arg": 0,
-                        "offset": 0,
-                        "size": 4,
-                        "captured": "zz",
-                        "later": "00",
-                        "kind": "value",
-                    }
-                ]
-            },
+            {"frozen": [_frozen_row("graph_1_node_1", captured="zz")]},
             "metadata.frozen.frozen[0].captured",
         ),
         (
             "frozen",
-            {
-                "frozen": [
-                    {
-                        "node": "a",
-                        "name": "k",
-                        "arg": 0,
-                        "offset": 0,
-                        "size": 4,
-                        "captured": "00",
-                        "later": "00",
-                        "kind": "other",
-                    }
-                ]
-            },
+            {"frozen": [_frozen_row("graph_1_node_1", kind="other")]},
             "metadata.frozen.frozen[0].kind",
         ),
     ],
