@@ -179,6 +179,11 @@ def _launched(b: dict[str, Any]) -> int:
     return int(sum(b["launches"].values())) + int(b.get("unknown_launches") or 0)
 
 
+def _largest(batch: dict[str, Any]) -> int | None:
+    """The largest batch among the graphs' (``graph id -> batch``), None where none says."""
+    return max((b for b in batch.values() if isinstance(b, int)), default=None)
+
+
 def _batch_hint(s: Stop, batch: dict[str, Any]) -> str:
     """What the eager steps' batches say against the graphs' (empty without samples)."""
     if not s.batches:
@@ -206,7 +211,7 @@ def _add_bucket(s: Stop, batch: dict[str, Any]) -> str:
     largest graph ("" otherwise): the largest batch sampled serves them all; a smaller one,
     those up to it. Samples are stack samples, not step counts: the shares are of samples,
     said so. A graph's memory is not known before it is captured, so none is guessed."""
-    biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
+    biggest = _largest(batch)
     if not s.batches or biggest is None or min(s.batches) <= biggest:
         return ""
     total = sum(s.batches.values())
@@ -253,7 +258,7 @@ def stop_text(s: Stop, recording: Recording) -> str:
             f"{head}. {seen}, so the program stopped its steps or worked on the CPU "
             "(compiling, loading), rather than running eagerly"
         )
-    biggest = max((b for b in batch.values() if isinstance(b, int)), default=None)
+    biggest = _largest(batch)
     hint = (
         f"; its largest graph is for batch {biggest}: a larger batch runs eagerly"
         if biggest is not None
