@@ -104,23 +104,34 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
 
         return run
 
-    @contextlib.contextmanager
-    def c_walk() -> Iterator[None]:  # the C labeller alone: its walk, the module's path
-        native = callbacks.native_labeller()
-        sub = callbacks.subscriber()
-        noop: Callable[[Any], None] = lambda cbdata: None  # noqa: E731
-        sub.on(*created, noop, print)
-        assert native is not None and sub.labels_natively
-        names: dict[int, str] = {}
+    def c_walk(stage: int = 0) -> Callable[[], Any]:
+        """The C labeller alone: its walk, the module's path; ``stage`` ends each label
+        early (``_labeller.probe_stage``: 1 after taking the GIL, 2 after the node's id, 3
+        after the walk)."""
 
-        def learn(module: Any, outermost: Any) -> str:
-            names[id(module)] = type(module).__name__
-            return names[id(module)]
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            native = callbacks.native_labeller()
+            sub = callbacks.subscriber()
+            noop: Callable[[Any], None] = lambda cbdata: None  # noqa: E731
+            sub.on(*created, noop, print)
+            assert native is not None and sub.labels_natively
+            names: dict[int, str] = {}
 
-        native.start([], names, torch.nn.Module, {}, frames.kind, learn, print)
-        yield
-        native.stop()
-        sub.off(*created, noop)
+            def learn(module: Any, outermost: Any) -> str:
+                names[id(module)] = type(module).__name__
+                return names[id(module)]
+
+            native.probe_stage(stage)
+            native.start([], names, torch.nn.Module, {}, frames.kind, learn, print)
+            try:
+                yield
+            finally:
+                native.stop()
+                native.probe_stage(0)
+                sub.off(*created, noop)
+
+        return run
 
     def recorder(
         attribution: bool, parameters: bool = True, clone: bool = True, collect: bool = True
@@ -199,8 +210,11 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
             int(api.CallbackIdResource.GRAPHEXEC_CREATED)
         )
         variants["CUPTI node callback in C (no-op)"] = cupti_in_c(int(created[1]))
-        variants["C labeller alone (frames, module paths)"] = c_walk
-        variants["C labeller alone, frame objects"] = frame_objects(c_walk)
+        variants["C labeller to the GIL taken"] = c_walk(1)
+        variants["C labeller to the node's id"] = c_walk(2)
+        variants["C labeller to the walk's end"] = c_walk(3)
+        variants["C labeller alone (frames, module paths)"] = c_walk()
+        variants["C labeller alone, frame objects"] = frame_objects(c_walk())
         variants["attribution, C labeller (record's default)"] = attribution(native=True)
     variants["recorder, --no-attribution"] = recorder(False)
     variants["recorder (default)"] = recorder(True)

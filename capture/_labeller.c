@@ -10,7 +10,9 @@
  * subscriber's ctypes trampoline (callbacks.py), which calls Python's handlers; the gated
  * ones (below) only while a stream capture runs.
  *
- * A label is a tuple appended to a Python list, converted to a Label dict later, off the
+ * A label is noted as a record of numbers (the code objects and the module's path by their
+ * index in caches of what the walks met, each line as its instruction's offset); drain()
+ * appends them to a Python list as the tuples attribution.py's Python labeller makes, off the
  * program's path: (node id, module or None, op (None here), code object or None, line,
  * generated file or None, generated line). Which file is whose comes from a Python function
  * (sites.Frames), asked once per file and cached in a dict.
@@ -126,6 +128,11 @@ typedef struct {
 
 static int raw_walk = INTERPRETER_FRAMES; /* use_interpreter_frames() */
 
+/* probe_stage(): where a label stops, for benchmarks/probe_labels.py to split its cost on the
+ * GPU machine (0: the whole label). */
+enum { STAGE_ALL = 0, STAGE_LOCK = 1, STAGE_NODE_ID = 2, STAGE_WALK = 3 };
+static int stage = STAGE_ALL;
+
 #if INTERPRETER_FRAMES
 /* The first complete frame from `frame` outward: frames not started yet, and 3.12's C-stack
  * shims, are none of the program's (PyEval_GetFrame skips them too). */
@@ -223,17 +230,156 @@ frame_code(const Frame *frame)
     return code;
 }
 
+/* The byte offset of the instruction the frame runs (or calls from): its line is found from
+ * it when the label is drained, off the program's path. */
 static int
-frame_line(const Frame *frame)
+frame_offset(const Frame *frame)
 {
 #if INTERPRETER_FRAMES
-    if (raw_walk) {
-        _PyInterpreterFrame *raw = frame->raw;
-        return PyCode_Addr2Line(raw_code(raw),
-                                _PyInterpreterFrame_LASTI(raw) * (int)sizeof(_Py_CODEUNIT));
-    }
+    if (raw_walk)
+        return _PyInterpreterFrame_LASTI(frame->raw) * (int)sizeof(_Py_CODEUNIT);
 #endif
-    return PyFrame_GetLineNumber(frame->object);
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame->object);
+#else
+    return frame->object->f_lasti * (int)sizeof(_Py_CODEUNIT);
+#endif
+}
+
+/* ---- Caches: what a label needs, found without touching the objects it comes from ----
+ *
+ * A capture runs CUDA's own code between two nodes (about 14 us a node on the H100), which
+ * leaves little of the labeller's data in the CPU's caches. Done from the objects (a file's
+ * kind by its name in a dict, `self` by the code's variable names, a module's path by id() in
+ * a dict, the line from the code's line table, a tuple made for each node), a label cost
+ * 1.0 us with the caches warm and 4.9 us with 4 MiB touched between two labels, on the
+ * development VM (.devwork's microbenchmark, docs/RECORD.md). Here each code object, type and
+ * module met is looked up by its address in small open-addressing tables, a label is a
+ * record of plain numbers, and lines and tuples are made when the labels are drained.
+ * Every object an entry names is held by `held`, a list, until stop(). */
+
+typedef struct {
+    uintptr_t *keys; /* 0: empty */
+    int32_t *values;
+    size_t mask;     /* capacity - 1, a power of two */
+    size_t used;
+} Table;
+
+static size_t
+slot_of(uintptr_t key, size_t mask)
+{
+    return (size_t)(((uint64_t)key >> 4) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+}
+
+/* The value filed under `key`, or -1. */
+static int32_t
+table_get(const Table *table, uintptr_t key)
+{
+    if (table->keys == NULL)
+        return -1;
+    for (size_t i = slot_of(key, table->mask);; i = (i + 1) & table->mask) {
+        if (table->keys[i] == key)
+            return table->values[i];
+        if (table->keys[i] == 0)
+            return -1;
+    }
+}
+
+static void
+table_free(Table *table)
+{
+    PyMem_Free(table->keys);
+    PyMem_Free(table->values);
+    table->keys = NULL;
+    table->values = NULL;
+    table->mask = 0;
+    table->used = 0;
+}
+
+/* File `value` under `key` (new or not); 0, or -1 with MemoryError set. */
+static int
+table_put(Table *table, uintptr_t key, int32_t value)
+{
+    if (table->keys == NULL || 2 * (table->used + 1) > table->mask + 1) {
+        size_t capacity = table->keys == NULL ? 256 : 2 * (table->mask + 1);
+        Table grown = {PyMem_Calloc(capacity, sizeof(uintptr_t)),
+                       PyMem_Calloc(capacity, sizeof(int32_t)), capacity - 1, 0};
+        if (grown.keys == NULL || grown.values == NULL) {
+            table_free(&grown);
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t i = 0; table->keys != NULL && i <= table->mask; i++)
+            if (table->keys[i] != 0)
+                table_put(&grown, table->keys[i], table->values[i]); /* room: cannot fail */
+        table_free(table);
+        *table = grown;
+    }
+    size_t i = slot_of(key, table->mask);
+    while (table->keys[i] != 0 && table->keys[i] != key)
+        i = (i + 1) & table->mask;
+    if (table->keys[i] == 0)
+        table->used++;
+    table->keys[i] = key;
+    table->values[i] = value;
+    return 0;
+}
+
+/* A code object met in a walk. */
+typedef struct {
+    PyCodeObject *code; /* held */
+    signed char kind;   /* KIND_* of its file */
+    signed char self;   /* 1: its first argument is named self; 2: and lives in a cell */
+} CodeEntry;
+
+/* A growing array of `size`-byte items; 0, or -1 with MemoryError set. */
+typedef struct {
+    char *items;
+    Py_ssize_t count, capacity;
+} Array;
+
+static void *
+array_add(Array *array, size_t size)
+{
+    if (array->count == array->capacity) {
+        Py_ssize_t capacity = array->capacity ? 2 * array->capacity : 1024;
+        char *grown = PyMem_Realloc(array->items, (size_t)capacity * size);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        array->items = grown;
+        array->capacity = capacity;
+    }
+    return array->items + (size_t)array->count++ * size;
+}
+
+static void
+array_free(Array *array)
+{
+    PyMem_Free(array->items);
+    array->items = NULL;
+    array->count = array->capacity = 0;
+}
+
+/* A label as noted: indices into `codes` and `paths` (-1: none), byte offsets for lines. */
+typedef struct {
+    uint64_t id;
+    int32_t module, user, user_at, generated, generated_at;
+} Record;
+
+static PyObject *held;     /* list: a strong reference to every code, type and path entered */
+static Table code_table;   /* code object -> index in codes */
+static Array codes;        /* CodeEntry */
+static Table type_table;   /* type -> 1 if an nn.Module subclass, else 0 */
+static Table module_table; /* module -> index in paths; emptied whenever learn() runs */
+static Array paths;        /* PyObject *, a module's path */
+static Array records;      /* Record: labels not drained yet */
+
+static int
+hold(PyObject *object)
+{
+    return PyList_Append(held, object);
 }
 
 /* Whether a code object's first argument is named self. */
@@ -242,12 +388,8 @@ takes_self(PyCodeObject *code)
 {
     if (code->co_argcount < 1)
         return 0;
-#if INTERPRETER_FRAMES
-    PyObject *first = PyTuple_GET_ITEM(code->co_localsplusnames, 0);
-    return first == s_self || PyUnicode_Compare(first, s_self) == 0;
-#else
 #if PY_VERSION_HEX >= 0x030B0000
-    PyObject *varnames = PyCode_GetVarnames(code); /* cached by the code object */
+    PyObject *varnames = PyCode_GetVarnames(code);
 #else
     PyObject *varnames = Py_XNewRef(code->co_varnames);
 #endif
@@ -259,26 +401,53 @@ takes_self(PyCodeObject *code)
                      PyUnicode_Compare(PyTuple_GET_ITEM(varnames, 0), s_self) == 0;
     Py_DECREF(varnames);
     return named_self;
-#endif
 }
 
-/* The first argument of a method, if it is named self; a new reference, NULL if none (an
- * exception set only on failure). */
-static PyObject *
-frame_self(const Frame *frame, PyCodeObject *code)
+/* The entry of a code object, entered the first time it is met; NULL with an exception set.
+ * Entering may run Python (classify, once per file): the frames walked are the callers of
+ * this code, so they stay where they are. */
+static const CodeEntry *
+code_entry(PyCodeObject *code, int32_t *index)
 {
-    if (!takes_self(code))
-        return NULL;
+    int32_t known = table_get(&code_table, (uintptr_t)code);
+    if (known < 0) {
+        long kind = kind_of(code->co_filename);
+        if (kind == -1 && PyErr_Occurred())
+            return NULL;
+        int self = takes_self(code);
+#if INTERPRETER_FRAMES
+        if (self && (_PyLocals_GetKind(code->co_localspluskinds, 0) & CO_FAST_CELL))
+            self = 2;
+#endif
+        CodeEntry *entry = array_add(&codes, sizeof(CodeEntry));
+        if (entry == NULL)
+            return NULL;
+        *entry = (CodeEntry){code, (signed char)kind, (signed char)self};
+        known = (int32_t)(codes.count - 1);
+        if (hold((PyObject *)code) < 0 || table_put(&code_table, (uintptr_t)code, known) < 0) {
+            codes.count--;
+            return NULL;
+        }
+    }
+    *index = known;
+    return (const CodeEntry *)codes.items + known;
+}
+
+/* The first argument of a method whose first argument is named self (borrowed; NULL if
+ * unbound, or with an exception set on failure). */
+static PyObject *
+frame_self(const Frame *frame, const CodeEntry *entry)
+{
 #if INTERPRETER_FRAMES
     if (raw_walk) {
         PyObject *self = frame->raw->localsplus[0];
         /* A self that a closure captures lives in a cell, made before the frame is complete. */
-        if (self != NULL && (_PyLocals_GetKind(code->co_localspluskinds, 0) & CO_FAST_CELL) &&
-            PyCell_Check(self))
+        if (self != NULL && entry->self == 2 && PyCell_Check(self))
             self = PyCell_GET(self);
-        return Py_XNewRef(self);
+        return self;
     }
 #endif
+    (void)entry;
 #if PY_VERSION_HEX >= 0x030C0000
     PyObject *self = PyFrame_GetVar(frame->object, s_self);
 #else
@@ -297,24 +466,45 @@ frame_self(const Frame *frame, PyCodeObject *code)
 #endif
     if (self == NULL && PyErr_ExceptionMatches(PyExc_NameError))
         PyErr_Clear(); /* self deleted, or not bound yet */
+    /* The frame holds self: the reference PyFrame_GetVar gave back is dropped here, so that
+     * both walks answer a borrowed one. */
+    Py_XDECREF(self);
     return self;
 }
 
-/* The nn.Module a frame runs a method of; a new reference, NULL if none (an exception set
- * only on failure). */
-static PyObject *
-module_of(const Frame *frame, PyCodeObject *code)
+/* Whether an object is an nn.Module; -1 with an exception set. */
+static int
+is_module(PyObject *object)
 {
-    PyObject *self = frame_self(frame, code);
-    if (self != NULL && !PyObject_TypeCheck(self, (PyTypeObject *)module_type))
-        Py_CLEAR(self);
-    return self;
+    PyTypeObject *type = Py_TYPE(object);
+    int32_t known = table_get(&type_table, (uintptr_t)type);
+    if (known >= 0)
+        return known;
+    int found = PyType_IsSubtype(type, (PyTypeObject *)module_type);
+    if (hold((PyObject *)type) < 0 || table_put(&type_table, (uintptr_t)type, found) < 0)
+        return -1;
+    return found;
 }
 
-/* The path of `module`, whose method `at` runs: looked up by id(), else learned from the
- * outermost module running (a new reference, or NULL with an exception set). */
+/* The nn.Module a frame runs a method of (borrowed), NULL if none (an exception set only on
+ * failure). */
 static PyObject *
-path_of(PyObject *module, const Frame *at)
+module_of(const Frame *frame, const CodeEntry *entry)
+{
+    if (!entry->self)
+        return NULL;
+    PyObject *self = frame_self(frame, entry);
+    if (self == NULL)
+        return NULL;
+    int module = is_module(self);
+    return module > 0 ? self : NULL;
+}
+
+/* The path of `module`, met for the first time, whose method `at` runs: looked up by id(),
+ * else learned from the outermost module running (a new reference, or NULL with an exception
+ * set). */
+static PyObject *
+learn_path(PyObject *module, const Frame *at)
 {
     PyObject *key = PyLong_FromVoidPtr(module);
     if (key == NULL)
@@ -323,18 +513,24 @@ path_of(PyObject *module, const Frame *at)
     Py_DECREF(key);
     if (path != NULL || PyErr_Occurred())
         return Py_XNewRef(path);
-    /* Met for the first time: its tree is named from the outermost module on the stack. */
+    /* Its tree is named from the outermost module on the stack. learn() may rename modules
+     * met before (a tree met first inside another): the cached paths go. */
+    module_table.used = 0;
+    if (module_table.keys != NULL)
+        memset(module_table.keys, 0, (module_table.mask + 1) * sizeof(uintptr_t));
     PyObject *outermost = Py_NewRef(module);
     Frame frame = frame_copy(at);
     for (; frame_valid(&frame); frame_next(&frame)) {
-        PyObject *found = module_of(&frame, frame_code(&frame));
+        int32_t index;
+        const CodeEntry *entry = code_entry(frame_code(&frame), &index);
+        PyObject *found = entry == NULL ? NULL : module_of(&frame, entry);
         if (found == NULL && PyErr_Occurred()) {
             frame_release(&frame);
             Py_DECREF(outermost);
             return NULL;
         }
         if (found != NULL)
-            Py_SETREF(outermost, found);
+            Py_SETREF(outermost, Py_NewRef(found));
     }
     frame_release(&frame);
     path = PyObject_CallFunctionObjArgs(learn, module, outermost, NULL);
@@ -342,27 +538,58 @@ path_of(PyObject *module, const Frame *at)
     return path;
 }
 
-/* Append the label of the node CUPTI reports; 0, or -1 with an exception set. */
+/* The index in `paths` of the path of `module`, whose method `at` runs; -1 with an exception
+ * set. */
+static int32_t
+path_of(PyObject *module, const Frame *at)
+{
+    int32_t known = table_get(&module_table, (uintptr_t)module);
+    if (known >= 0)
+        return known;
+    PyObject *path = learn_path(module, at);
+    if (path == NULL)
+        return -1;
+    PyObject **slot = array_add(&paths, sizeof(PyObject *));
+    int failed = slot == NULL || hold(path) < 0;
+    if (!failed) {
+        *slot = path; /* held */
+        known = (int32_t)(paths.count - 1);
+        failed = table_put(&module_table, (uintptr_t)module, known) < 0;
+    }
+    Py_DECREF(path);
+    return failed ? -1 : known;
+}
+
+/* Note the label of the node CUPTI reports; 0, or -1 with an exception set. */
 static int
 label(const void *data)
 {
+    if (stage == STAGE_LOCK)
+        return 0;
     const char *descriptor = *(const char *const *)((const char *)data + DESCRIPTOR_OFFSET);
     if (descriptor == NULL)
         return 0;
     uint64_t id = 0;
     if (get_node_id(*(void *const *)(descriptor + NODE_OFFSET), &id) != 0)
         return 0; /* no id, no key to file the label under: as the Python path, nothing */
+    if (stage == STAGE_NODE_ID)
+        return 0;
 
-    /* strong: a code object, a filename, a module; the frame running the module's method */
-    PyObject *user = NULL, *generated = NULL, *module = NULL;
+    Record record = {id, -1, -1, 0, -1, 0};
+    PyObject *module = NULL; /* borrowed: the frame running its method holds it */
     Frame module_frame = {NULL};
-    int user_line = 0, generated_line = 0, failed = 0;
+    int failed = 0;
     Frame frame = frame_first();
     /* Outward until both the user's frame and the innermost module's are found. */
-    for (; frame_valid(&frame) && (user == NULL || module == NULL); frame_next(&frame)) {
-        PyCodeObject *code = frame_code(&frame);
+    for (; frame_valid(&frame) && (record.user < 0 || module == NULL); frame_next(&frame)) {
+        int32_t index;
+        const CodeEntry *entry = code_entry(frame_code(&frame), &index);
+        if (entry == NULL) {
+            failed = 1;
+            break;
+        }
         if (module == NULL) {
-            module = module_of(&frame, code);
+            module = module_of(&frame, entry);
             if (module != NULL)
                 module_frame = frame_copy(&frame);
             else if (PyErr_Occurred()) {
@@ -370,59 +597,86 @@ label(const void *data)
                 break;
             }
         }
-        if (user == NULL) {
-            /* kind_of may run Python (classify, once per file): the frames walked are the
-             * callers of this code, so they stay where they are. */
-            long kind = kind_of(code->co_filename);
-            if (kind == -1 && PyErr_Occurred()) {
-                failed = 1;
-                break;
+        if (record.user < 0) {
+            if (entry->kind == KIND_USER) {
+                record.user = index;
+                record.user_at = frame_offset(&frame);
             }
-            if (kind == KIND_USER) {
-                user = Py_NewRef((PyObject *)code);
-                user_line = frame_line(&frame);
-            }
-            else if (kind == KIND_GENERATED && generated == NULL) {
-                generated = Py_NewRef(code->co_filename);
-                generated_line = frame_line(&frame);
+            else if (entry->kind == KIND_GENERATED && record.generated < 0) {
+                record.generated = index;
+                record.generated_at = frame_offset(&frame);
             }
         }
     }
     frame_release(&frame);
-    PyObject *path = NULL;
+    if (stage == STAGE_WALK) {
+        frame_release(&module_frame);
+        return failed ? -1 : 0;
+    }
     if (!failed && module != NULL) {
-        path = path_of(module, &module_frame);
-        failed = path == NULL;
+        record.module = path_of(module, &module_frame);
+        failed = record.module < 0;
     }
-    if (!failed) {
-        PyObject *entry = PyTuple_New(7);
-        failed = entry == NULL;
-        if (!failed) {
-            PyObject *items[7] = {
-                PyLong_FromUnsignedLongLong(id),
-                path != NULL ? Py_NewRef(path) : Py_NewRef(Py_None),
-                Py_NewRef(Py_None),
-                user != NULL ? Py_NewRef(user) : Py_NewRef(Py_None),
-                user != NULL ? PyLong_FromLong(user_line) : Py_NewRef(Py_None),
-                generated != NULL ? Py_NewRef(generated) : Py_NewRef(Py_None),
-                generated != NULL ? PyLong_FromLong(generated_line) : Py_NewRef(Py_None),
-            };
-            for (int i = 0; i < 7; i++) {
-                failed = failed || items[i] == NULL;
-                PyTuple_SET_ITEM(entry, i, items[i]); /* steals; NULL items are left so */
-            }
-            /* Numbers, strings and a code object: no cycle for the collector to find. */
-            if (!failed)
-                PyObject_GC_UnTrack(entry);
-            failed = failed || PyList_Append(sink, entry) < 0;
-            Py_DECREF(entry);
-        }
-    }
-    Py_XDECREF(path);
-    Py_XDECREF(module);
     frame_release(&module_frame);
-    Py_XDECREF(user);
-    Py_XDECREF(generated);
+    if (!failed) {
+        Record *slot = array_add(&records, sizeof(Record));
+        failed = slot == NULL;
+        if (!failed)
+            *slot = record;
+    }
+    return failed ? -1 : 0;
+}
+
+/* The line of the instruction at byte `offset` of a code object, as a new int. */
+static PyObject *
+line_at(PyCodeObject *code, int offset)
+{
+    return PyLong_FromLong(PyCode_Addr2Line(code, offset));
+}
+
+/* Append the labels noted so far to the sink, as the tuples attribution.py's labeller makes;
+ * 0, or -1 with an exception set (the labels not appended stay noted). */
+static int
+drain_records(void)
+{
+    Py_ssize_t done = 0;
+    int failed = 0;
+    const Record *all = (const Record *)records.items;
+    const CodeEntry *code = (const CodeEntry *)codes.items;
+    PyObject *const *path = (PyObject *const *)paths.items;
+    for (; done < records.count && !failed; done++) {
+        const Record *r = all + done;
+        PyObject *entry = PyTuple_New(7);
+        if (entry == NULL) {
+            failed = 1;
+            break;
+        }
+        PyObject *items[7] = {
+            PyLong_FromUnsignedLongLong(r->id),
+            r->module >= 0 ? Py_NewRef(path[r->module]) : Py_NewRef(Py_None),
+            Py_NewRef(Py_None),
+            r->user >= 0 ? Py_NewRef((PyObject *)code[r->user].code) : Py_NewRef(Py_None),
+            r->user >= 0 ? line_at(code[r->user].code, r->user_at) : Py_NewRef(Py_None),
+            r->generated >= 0 ? Py_NewRef(code[r->generated].code->co_filename)
+                              : Py_NewRef(Py_None),
+            r->generated >= 0 ? line_at(code[r->generated].code, r->generated_at)
+                              : Py_NewRef(Py_None),
+        };
+        for (int i = 0; i < 7; i++) {
+            failed = failed || items[i] == NULL;
+            PyTuple_SET_ITEM(entry, i, items[i]); /* steals; NULL items are left so */
+        }
+        /* Numbers, strings and a code object: no cycle for the collector to find. */
+        if (!failed)
+            PyObject_GC_UnTrack(entry);
+        failed = failed || PyList_Append(sink, entry) < 0;
+        Py_DECREF(entry);
+    }
+    if (failed)
+        done--; /* the one that failed stays noted */
+    memmove(records.items, records.items + (size_t)done * sizeof(Record),
+            (size_t)(records.count - done) * sizeof(Record));
+    records.count -= done;
     return failed ? -1 : 0;
 }
 
@@ -513,10 +767,21 @@ install(PyObject *self, PyObject *args)
     return PyLong_FromVoidPtr((void *)callback);
 }
 
+/* Hand the labels noted to the sink, then drop every reference and cache: a failure to
+ * hand them over is told to on_error. */
 static void
 clear(void)
 {
     labelling = 0;
+    if (sink != NULL && drain_records() < 0)
+        report();
+    array_free(&records);
+    table_free(&code_table);
+    table_free(&type_table);
+    table_free(&module_table);
+    array_free(&codes);
+    array_free(&paths);
+    Py_CLEAR(held);
     Py_CLEAR(sink);
     Py_CLEAR(names);
     Py_CLEAR(module_type);
@@ -538,6 +803,9 @@ start(PyObject *self, PyObject *args)
         return NULL;
     }
     clear();
+    held = PyList_New(0);
+    if (held == NULL)
+        return NULL;
     sink = Py_NewRef(s);
     names = Py_NewRef(n);
     module_type = Py_NewRef(t);
@@ -553,6 +821,14 @@ static PyObject *
 stop(PyObject *self, PyObject *unused)
 {
     clear();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+drain(PyObject *self, PyObject *unused)
+{
+    if (sink != NULL && drain_records() < 0)
+        return NULL;
     Py_RETURN_NONE;
 }
 
@@ -576,6 +852,20 @@ use_interpreter_frames(PyObject *self, PyObject *args)
     return PyBool_FromLong(raw_walk);
 }
 
+static PyObject *
+probe_stage(PyObject *self, PyObject *args)
+{
+    int at;
+    if (!PyArg_ParseTuple(args, "i", &at))
+        return NULL;
+    if (at < STAGE_ALL || at > STAGE_WALK) {
+        PyErr_Format(PyExc_ValueError, "probe_stage: %d is not a stage (0 to 3)", at);
+        return NULL;
+    }
+    stage = at;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"install", install, METH_VARARGS,
      "install(trampoline, get_node_id, domain, cbid) -> the address of the CUPTI callback to "
@@ -584,11 +874,17 @@ static PyMethodDef methods[] = {
     {"start", start, METH_VARARGS,
      "start(sink, names, module_type, kinds, classify, learn, on_error): label each node "
      "created from now on"},
-    {"stop", stop, METH_NOARGS, "stop(): forward GRAPHNODE_CREATED again, and drop the references"},
+    {"stop", stop, METH_NOARGS,
+     "stop(): drain the labels noted, forward GRAPHNODE_CREATED again, and drop the references"},
+    {"drain", drain, METH_NOARGS,
+     "drain(): append the labels noted since the last drain to the sink, as tuples"},
     {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
     {"use_interpreter_frames", use_interpreter_frames, METH_VARARGS,
      "use_interpreter_frames(on) -> whether the walk now reads the interpreter's frames (3.11 "
      "to 3.13) rather than frame objects through the public API; for tests and measures"},
+    {"probe_stage", probe_stage, METH_VARARGS,
+     "probe_stage(n): end each label after taking the GIL (1), after reading the node's id (2), "
+     "after the walk (3), or not before it is noted (0, the default); for probes"},
     {"gate", gate, METH_VARARGS,
      "gate(domain, cbid, on=True): pass this callback on only while a stream capture runs "
      "(on), or always (off)"},

@@ -277,6 +277,7 @@ class Attribution:
     def take(self, graph_id: int) -> list[RawLabel]:
         """The labels of graph ``graph_id``'s nodes, taken out (cheap: at instantiation)."""
         with self._take_lock:
+            self._drain()
             sink = self._sink
             count = len(sink)  # the callback may append more meanwhile: those stay
             taken = self._taken
@@ -284,6 +285,14 @@ class Attribution:
                 taken.setdefault(raw[0] >> 32, []).append(raw)
             del sink[:count]
             return taken.pop(graph_id, [])
+
+    def _drain(self) -> None:
+        """Have the C labeller append what it noted to the sink (it makes no tuple, and
+        reads no line, while the program captures)."""
+        if self._labelling_natively:
+            native = native_labeller()
+            if native is not None:
+                native.drain()
 
     def make_labels(self, raws: list[RawLabel]) -> dict[int, Label]:
         """Labels by node id, from what the callback noted."""
@@ -293,6 +302,7 @@ class Attribution:
     def labels(self) -> dict[int, Label]:
         """Every label not taken by :meth:`take`, by node id."""
         with self._take_lock:
+            self._drain()
             count = len(self._sink)
             raws = [r for rs in self._taken.values() for r in rs] + self._sink[:count]
             self._taken.clear()

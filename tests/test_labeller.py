@@ -142,6 +142,8 @@ def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: P
 
     assert "self" in type(model.layer).forward.__code__.co_cellvars  # read through its cell
     _, expected = model.forward(fire)
+    assert sink == []  # noted in C: tuples and lines are made when drained
+    native.drain()
     # The innermost module running is the layer, met first by C: learned once, from the
     # outermost module running; Python then finds it by id().
     assert learned == [(model.layer, model)]
@@ -155,6 +157,7 @@ def test_it_notes_what_python_notes_at_the_same_frame(labeller: Any, tmp_path: P
     assert label["function"] == "helper" and label["module"] == "layers.0.attention"
     assert label["compiled"] == {"source_nodes": "linear, silu", "aten": "aten.mm, aten.silu"}
     model.forward(labeller.fire)  # known now: no second lesson
+    native.drain()
     assert len(sink) == 2 and sink[1][1] == "layers.0.attention" and len(learned) == 1
 
 
@@ -249,3 +252,42 @@ def test_gated_callbacks_pass_on_only_while_a_capture_runs(labeller: Any) -> Non
     assert [c for _, c, _ in labeller.forwarded] == [watched, other, watched]
     with pytest.raises(ValueError, match="out of range"):
         native.gate(99, 1)
+
+
+def test_labels_are_drained_where_they_were_noted(labeller: Any, tmp_path: Path) -> None:
+    """Labels noted in C become tuples at drain(), stop(), or a new start(): into the sink they
+    were noted for, with the line each frame was at when the node was created."""
+    frames, model = _chain(tmp_path)
+    first: list[Any] = []
+    _start(first, {}, frames, lambda m, o: "layer", print)
+    model.forward(labeller.fire)
+    second: list[Any] = []
+    _start(second, {}, frames, lambda m, o: "layer", print)  # the first sink gets its label
+    assert len(first) == 1 and first[0][4] == 16 and second == []
+    labeller.fire()
+    native.stop()
+    assert len(first) == 1 and len(second) == 1 and second[0][1] is None
+
+
+def test_a_module_renamed_by_a_later_lesson_is_named_anew(labeller: Any, tmp_path: Path) -> None:
+    """Paths are cached by the module's address; a lesson (``learn``) may rename modules met
+    before, as Attribution's does when it names a tree met first inside another, so each
+    lesson empties that cache."""
+    frames, model = _chain(tmp_path)
+    names: dict[int, str] = {}
+    other = type(model)()
+
+    def learn(module: Any, outermost: Any) -> str:
+        if names:  # a later tree names the first layer again
+            names[id(model.layer)] = "renamed"
+        names[id(module)] = f"learned {len(names)}"
+        return names[id(module)]
+
+    sink: list[Any] = []
+    _start(sink, names, frames, learn, print)
+    model.forward(labeller.fire)  # learned
+    model.forward(labeller.fire)  # from the cache
+    other.forward(labeller.fire)  # another lesson: the cache goes
+    model.forward(labeller.fire)  # read again from names
+    native.drain()
+    assert [s[1] for s in sink] == ["learned 0", "learned 0", "learned 1", "renamed"]
