@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 
-from . import guard
-from .server import create_app
+from .serve import guard
+from .serve.server import create_app
 
 app = create_app([p for p in os.environ.get("GRAPHSCOPE_FILES", "").split(os.pathsep) if p])
 server = app.server

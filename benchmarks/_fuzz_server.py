@@ -91,10 +91,10 @@ def served() -> Served:
     """This worker's app, made once (a second or two): its first input waits for it."""
     global _SERVED
     if _SERVED is None:
-        from graphscope.app import inputs
-        from graphscope.app.components import COLOURS, PAGES
-        from graphscope.app.server import create_app
-        from graphscope.app.state import DEFAULTS
+        from graphscope.app.render.components import COLOURS, PAGES
+        from graphscope.app.serve.server import create_app
+        from graphscope.app.view import inputs
+        from graphscope.app.view.state import DEFAULTS
 
         app = create_app(FILES)
         # A would-be 500 raises out of the test client instead, with its traceback.

@@ -73,7 +73,7 @@ def main() -> None:
         ("export node-link", lambda: node_link(G)),
     ]
     try:
-        from graphscope.app.report_html import report_html
+        from graphscope.app.render.report_html import report_html
 
         cases.append(("export html (collapsed groups)", lambda: report_html(G, "big")))
     except ImportError:

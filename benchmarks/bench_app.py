@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphscope.app.browser import headless_chromium, serve_in_thread
+from graphscope.app.serve.browser import headless_chromium, serve_in_thread
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
 

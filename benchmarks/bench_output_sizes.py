@@ -68,7 +68,7 @@ def writers() -> dict[str, Writer]:
         lambda G: measured(lambda e: exports.model_explorer.measure(G, e)),
     )
     try:
-        from graphscope.app.report_html import report_html
+        from graphscope.app.render.report_html import report_html
     except ImportError:
         return out
     out["html"] = (

@@ -73,12 +73,12 @@ from typing import Any
 import dash
 import networkx as nx
 from dash import dcc, html
-from graphscope.app import shared
-from graphscope.app.browser import headless_chromium
-from graphscope.app.components import OFFLINE
-from graphscope.app.figure import TYPE_COLOURS, build_figure, node_label
-from graphscope.app.placement import Layout, layout
-from graphscope.app.shared import LABEL_LIMIT
+from graphscope.app.render import shared
+from graphscope.app.render.components import OFFLINE
+from graphscope.app.render.figure import TYPE_COLOURS, build_figure, node_label
+from graphscope.app.render.placement import Layout, layout
+from graphscope.app.render.shared import LABEL_LIMIT
+from graphscope.app.serve.browser import headless_chromium
 
 import graphscope
 from graphscope.analysis.folding import GROUP, all_groups, collapsed, group_levels, overview
@@ -309,7 +309,7 @@ def _app(assets: Path, head: str, body: Any) -> dash.Dash:
     app = dash.Dash(__name__, assets_folder=str(assets), update_title=None)
     app.index_string = dash.dash._default_index.replace(
         "{%css%}",
-        # the app's page scripts read what the figures share with them (app/shared.py)
+        # the app's page scripts read what the figures share with them (app/render/shared.py)
         "{%css%}<style>body{margin:0}</style>"
         + shared.script()
         + "<script>"

@@ -1,4 +1,4 @@
-"""What checking each callback request costs a valid one (app/protocol.py, app/inputs.py).
+"""What checking each callback request costs a valid one (serve/protocol.py, view/inputs.py).
 
     python benchmarks/bench_requests.py [--rounds 30]
 
@@ -29,7 +29,7 @@ from _fuzz_server import Pool, _short, callback_body, served
 def _checks(app: Any) -> tuple[Any, dict[str, tuple[Any, Any]]]:
     """The app's request check (a before_request function) and each callback's function,
     checked and not."""
-    from graphscope.app.protocol import Requests
+    from graphscope.app.serve.protocol import Requests
 
     [hook] = [f for f in app.server.before_request_funcs[None] if isinstance(f, Requests)]
     functions = {
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args(argv)
-    from graphscope.app.inputs import VALUES, key
+    from graphscope.app.view.inputs import VALUES, key
 
     server = served()
     app, client = server.app, server.client

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import plotly.io as pio
 from _big import big_decode_bundle
-from graphscope.app.timeline import build_timeline, timeline_rows
+from graphscope.app.render.timeline import build_timeline, timeline_rows
 
 from graphscope.analysis.folding import collapsed, group_levels
 

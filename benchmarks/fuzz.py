@@ -834,7 +834,7 @@ def every_command(run: Runner, G: Any, path: str, seed: Seed, config: dict[str, 
 def _upload(run: Runner, path: str) -> None:
     """The dashboard's upload of the input: a source, or its error in one line."""
     try:
-        from graphscope.app.sources import Registry
+        from graphscope.app.files.sources import Registry
     except ImportError:
         run.result.skipped.append("upload")
         return
@@ -854,8 +854,8 @@ def _upload(run: Runner, path: str) -> None:
 
 def _app_catalog(run: Runner, where: str) -> None:
     try:
-        from graphscope.app import pages
-        from graphscope.app.sources import Registry
+        from graphscope.app.files.sources import Registry
+        from graphscope.app.render import pages
     except ImportError:
         run.result.skipped.append("catalog")
         return
@@ -867,7 +867,7 @@ def _app_catalog(run: Runner, where: str) -> None:
 
 def _app_cards(run: Runner, G: Any) -> None:
     try:
-        from graphscope.app import cards
+        from graphscope.app.render import cards
     except ImportError:
         run.result.skipped.append("cards")
         return
@@ -1197,7 +1197,7 @@ def campaign(
     import graphscope.cli
 
     with contextlib.suppress(ImportError):
-        import graphscope.app.report_html  # noqa: F401
+        import graphscope.app.render.report_html  # noqa: F401
     config = {
         "seed": seed, "timeout": timeout, "work": str(work), "cache": out / "cache",
         "memory_mib": memory_mib, "upload": upload, "app": app, "gate": gate,

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.request import urlopen
 
-from graphscope.app.browser import headless_chromium
+from graphscope.app.serve.browser import headless_chromium
 
 from graphscope.cli import main as cli
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from graphscope.app.browser import headless_chromium, serve_in_thread
+from graphscope.app.serve.browser import headless_chromium, serve_in_thread
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec

@@ -425,8 +425,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     check_serve_files(args.files)
     check_serve_address(args.host, args.port)
-    from .app import guard
-    from .app.server import create_app  # needs dash and plotly
+    from .app.serve import guard
+    from .app.serve.server import create_app  # needs dash and plotly
 
     bad = [name for name in args.allow_host if guard.host_name(name) is None]
     if bad:
@@ -706,7 +706,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     G = load(args.file)
     if args.format == "html":
         try:
-            from .app.report_html import report_html
+            from .app.render.report_html import report_html
         except ImportError as exc:
             raise GraphscopeError(
                 f"the HTML report needs the dashboard's packages ({exc}): pip install graphscope"

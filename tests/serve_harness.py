@@ -1,5 +1,5 @@
 """``graphscope serve`` with readers that misbehave on cue, and a client that speaks to it as
-the page does: for tests/test_server_hardening.py and benchmarks/bench_server.py.
+the page does: for tests/app/test_server_hardening.py and benchmarks/bench_server.py.
 
     python tests/serve_harness.py FILE ... --port PORT
 
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import requests
-from graphscope.app import sources
+from graphscope.app.files import sources
 
 import graphscope
 from graphscope.cli import main
@@ -55,7 +55,7 @@ class _RE2:
 
 
 def _wire_search() -> None:
-    for name in ("graphscope.analysis.search", "graphscope.app.server"):
+    for name in ("graphscope.analysis.search", "graphscope.app.serve.server"):
         try:
             module = importlib.import_module(name)
         except ImportError:

@@ -9,7 +9,7 @@ Runtime API reference for ``cudaGraphExecUpdate``:
 - kernels: a cooperative node stays cooperative and vice versa (``ERROR_ATTRIBUTES_CHANGED``);
   the function may change, within its context (a bundle is of one context);
 - memsets: the reference says only 1D memsets can change, but the H200's driver (580.159)
-  accepted a new value for a 2D memset (tests/test_gpu_update.py), so memsets are not held
+  accepted a new value for a 2D memset (tests/capture/test_gpu_update.py), so memsets are not held
   against an update;
 - copies: neither the source nor the destination memory type may change
   (``ERROR_PARAMETERS_CHANGED``);

@@ -2,7 +2,7 @@
 
 Each module holds one format and a function ``G -> data`` that returns plain JSON-ready data;
 ``write(G, fmt, path)`` writes any of them atomically. The standalone HTML report draws
-pictures, so it lives in ``graphscope.app.report_html``.
+pictures, so it lives in ``graphscope.app.render.report_html``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ EXPORT_INSTEAD = (
 
 
 def measure_html(G: nx.DiGraph, estimate: sizes.Estimate) -> None:
-    """What the HTML report (``graphscope.app.report_html``) writes of ``G``, about: its
+    """What the HTML report (``graphscope.app.render.report_html``) writes of ``G``, about: its
     pictures carry each node's name and attribution texts, a few times over (a 212-node graph
     whose names and modules were 200 KB each made 167 MiB: twice those texts a node; four
     times is counted), plus the plotly bundle it inlines."""

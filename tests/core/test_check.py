@@ -1,0 +1,188 @@
+"""``graphscope check``: rules a recording must pass, on the recordings in samples/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from graphscope.analysis import coverage
+from graphscope.analysis.check import DEFAULT_RULES, Rules, check
+from graphscope.cli import main
+from graphscope.recording import load_recordings
+
+RECORDINGS = Path(__file__).resolve().parents[2] / "samples" / "recordings"
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], str]:
+    code = main(["check", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+@pytest.mark.parametrize("name", ["gpt-fast", "torch-buckets", "spawn-worker"])
+def test_a_clean_recording_passes_the_default_rules_in_one_line(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run([str(RECORDINGS / name)], capsys)
+    assert code == 0 and err == ""
+    assert len(out) == 1 and out[0].startswith(f"{RECORDINGS / name}: passed: complete, ")
+    assert "eager share <= 50%" in out[0] and "no torch.compile cudagraph skips" in out[0]
+
+
+def test_generate_called_twice_fails_on_the_graph_recorded_again_and_names_the_program_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _run([str(RECORDINGS / "hf-generate")], capsys)
+    assert code == 1 and len(out) == 1
+    head = (
+        f"{RECORDINGS / 'hf-generate'}: rerecord: pid 942 (hf_generate.py): g10 was recorded "
+        "again after g6 with the same input shapes at generic.py:933 in wrapper (from "
+        "hf_generate.py:43 in main): static input data pointer changed: "
+    )
+    assert out[0].startswith(head), out[0]
+    # torch's reason, read by the recorder: the static cache's tensors moved (a new cache for
+    # the second call), grouped by the line of transformers that made them
+    why = out[0][len(head) :]
+    assert why.startswith("4 inputs moved, as arg10_1 moved 0x7fa1b1da6400 -> 0x7fa1b1da8800 ")
+    assert "(cache_utils.py:482 in update: self.keys.index_copy_(2, cache_position, key_" in why
+    assert "3 inputs moved, as arg11_1 moved" in why and "cache_utils.py:483 in update" in why
+
+
+def test_naming_rules_checks_only_those_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(RECORDINGS / "gpt-fast")
+    args = [path, "--max-graphs", "1", "--max-pool-mib", "100", "--max-eager-share", "1"]
+    code, out, _ = _run(args, capsys)
+    assert code == 1
+    rules = [line.split(": ")[1] for line in out]
+    assert rules == ["eager-share", "max-graphs", "max-pool"]
+    assert (
+        "3% of the GPU kernel time in the sampled windows ran outside graphs, more than 1%"
+        in (out[0])
+    )
+    assert "3 graphs, more than 1: the first past the limit is g5 at generate.py:64" in out[1]
+    assert "graph pools hold 122.0 MiB, more than 100 MiB; the largest is g8's" in out[2]
+    # The same recording passes its named rules when they allow it; re-records are not asked.
+    code, out, _ = _run([str(RECORDINGS / "hf-generate"), "--max-graphs", "4"], capsys)
+    assert code == 0 and out[0].endswith(
+        "passed: complete, <= 4 graphs a process (2 processes, 4 graphs)"
+    )
+
+
+def _planted(tmp_path: Path, name: str, change: dict[str, object]) -> Path:
+    """A copy of a sample recording whose main process's index has ``change`` applied."""
+    run = tmp_path / name
+    shutil.copytree(RECORDINGS / name, run)
+    (rec,) = [r for r in load_recordings(run) if r.graphs]
+    doc = json.loads(rec.path.read_text())
+    for key, value in change.items():
+        section, _, field = key.partition(".")
+        if field:
+            doc.setdefault(section, {})[field] = value
+        else:
+            doc[section] = value
+    rec.path.write_text(json.dumps(doc))
+    return run
+
+
+def test_planted_faults_each_break_their_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    killed = _planted(tmp_path, "torch-buckets", {"process.status": "running"})
+    code, out, _ = _run([str(killed)], capsys)
+    assert code == 1 and out[0].startswith(f"{killed}: incomplete: pid 959 (torch_buckets.py): ")
+    assert "did not finish while recorded" in out[0]
+
+    skipped = _planted(
+        tmp_path,
+        "gpt-fast",
+        {
+            "fallbacks": {
+                "inductor_cudagraph_skips": 2,
+                "reasons": ["skipping cudagraphs due to mutated inputs (1 instances)"],
+            }
+        },
+    )
+    code, out, _ = _run([str(skipped)], capsys)
+    assert code == 1 and out == [
+        f"{skipped}: skips: pid 1355 (gpt_fast_driver.py): torch.compile ran 2 function(s) "
+        "without CUDA graphs: skipping cudagraphs due to mutated inputs (1 instances)"
+    ]
+
+    eager = _planted(
+        tmp_path, "spawn-worker", {"sampling.eager_kernel_us": 9e6, "sampling.graph_kernel_us": 1e6}
+    )
+    code, out, _ = _run([str(eager)], capsys)
+    assert code == 1 and "eager-share" in out[0] and "90% of the GPU kernel time" in out[0]
+
+
+def test_check_as_a_function_and_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    result = check(load_recordings(RECORDINGS / "hf-generate"), DEFAULT_RULES)
+    assert [(v.rule, v.graph) for v in result.violations] == [("rerecord", "g10")]
+    assert (
+        check(load_recordings(RECORDINGS / "hf-generate"), Rules(no_rerecord=False)).violations
+        == []
+    )
+    code, out, _ = _run([str(RECORDINGS / "hf-generate"), "--json"], capsys)
+    doc = json.loads("\n".join(out))
+    assert code == 1 and doc["passed"] is False and doc["violations"][0]["graph"] == "g10"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["samples/bundles"], "samples/bundles: not a recording folder"),
+        (["README.md"], "README.md: a file, not a recording folder"),
+        (["no/such/place"], "no/such/place: no such file or folder"),
+        (["samples/recordings/gpt-fast", "--max-eager-share", "nan"], "is not a number from 0"),
+        (["samples/recordings/gpt-fast", "--max-pool-mib", "-1"], "is not a number from 0"),
+        (["samples/recordings/gpt-fast", "--max-graphs", "-2"], "--max-graphs -2 is below 0"),
+    ],
+)
+def test_bad_input_is_one_line(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(RECORDINGS.parent.parent)
+    code, out, err = _run(args, capsys)
+    assert code == 2 and out == [] and err.count("\n") == 1 and said in err, err
+
+
+def test_a_loop_outgrowing_its_largest_graph_fails_on_the_stop_the_probes_saw_run_eagerly(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/outgrow: graphs for batches 1, 2 and 4 for 3 s, then batches of 5
+    to 8 eagerly for 6 s. No graph launch opens a sampled window then; the probes did."""
+    code, out, _ = _run([str(RECORDINGS / "outgrow")], capsys)
+    assert code == 1
+    (stopped,) = [x for x in out if ": graphs-stopped: " in x]
+    assert "graphs were launched 16,541 times until 4 s, then none in the last 6 s" in stopped
+    assert "The program ran on eagerly: 6,745 kernels outside graphs in 251 ms" in stopped
+    assert stopped.endswith("its largest graph is for batch 4: a larger batch runs eagerly")
+    (rec,) = [r for r in load_recordings(RECORDINGS / "outgrow") if r.graphs]
+    assert sorted(g["batch"] for g in rec.graphs) == [1, 2, 4]
+
+
+def test_compile_rerecord_names_the_moved_weight_and_the_mutating_line_and_no_stop(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/compile-rerecord: the weight rebound under a compiled model, then a
+    compiled function that mutates its input. Its graphs stop being launched while the next
+    function compiles: the probes saw no kernel, so that is no fallback."""
+    code, out, _ = _run([str(RECORDINGS / "compile-rerecord")], capsys)
+    assert code == 1
+    rules = [line.split(": ")[1] for line in out]
+    assert rules == ["eager-share", "rerecord", "skips"]
+    assert (
+        "g10 was recorded again after g6 with the same input shapes at compile_rerecord.py:27 in "
+        "forward: static input data pointer changed: arg0_1 moved 0x7f91c1e00000 -> "
+        "0x7f91c1e41000 (compile_rerecord.py:28 in forward: return torch.relu(self.proj(x)) + x)"
+    ) in out[1]
+    assert (
+        "mutated inputs (1 instances): compile_rerecord.py:32 in accumulate: total.add_(x)"
+        in (out[2])
+    )
+    (rec,) = [r for r in load_recordings(RECORDINGS / "compile-rerecord") if r.graphs]
+    found = coverage.stop(rec)
+    assert found is not None and found.eager is False and found.probe_kernels == 0
