@@ -30,7 +30,7 @@ from ..render.panel import node_panel
 from ..render.placement import Layout
 from ..render.timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
 from . import page_callbacks
-from .state import ViewState, default_grouping, drawn_as, is_open, opened_to
+from .state import ViewState, default_grouping, is_open, opened_to
 
 #: How much of the DAG a jump to a node shows around it, in node spacings and rows.
 FOCUS_X, FOCUS_Y = 4.0, 5.0
@@ -69,12 +69,11 @@ def page(view: ViewState, asked: dict[str, str]) -> html.Div:
     shown_page = asked.get("view") or view.start
     shown_page = shown_page if shown_page in PAGES else view.start
     node, grouping = None, None
-    G = view.graph(source_id) if asked.get("node") else None
-    if G is not None and source_id is not None and asked["node"] in G:
+    opened = view.open(source_id) if asked.get("node") else None
+    if opened is not None and asked["node"] in opened.graph:
         node = asked["node"]
-        state = default_grouping(source_id)
-        base = view.base(source_id, G, state["default"])
-        grouping = opened_to(state, base, view.levels(source_id, G).get(node, []))
+        state = default_grouping(opened.id)
+        grouping = opened_to(state, opened.base(state["default"]), opened.levels.get(node, []))
     if source_id is not None and view.registry.get(asked.get("compare")) is not None:
         # In the grouping state, so that a redraw (a group opened, a search) keeps the marks.
         grouping = {**(grouping or default_grouping(source_id)), "compare": asked["compare"]}
@@ -125,22 +124,23 @@ def draw(
             return Drawing(status=html.Div(gone, className="error", id="load-error"))
         message = "No graph to show: give files to graphscope serve, or drop one here."
         return Drawing(status=html.Div(message, className="muted"))
-    G, error = view.registry.graph_of(source.id)
-    if G is None:
+    opened = view.open(source.id)
+    if opened is None:
+        error = view.registry.graph_of(source.id)[1]
         return Drawing(status=html.Div(error, className="error", id="load-error"))
-    found, warning = view.matches(source.id, G, search)
+    G = opened.graph
+    found, warning = opened.matches(search)
     notes: list[Any] = []
     if not has_timing(G):
         notes.append(html.Div(untimed(G), className="muted", id="no-timing"))
     if warning:
         notes.append(html.Div(f"search: {warning}", className="muted"))
     key = selected if isinstance(selected, str) and selected in G and not new_source else None
-    expanded = view.expanded(source.id, G, grouping)
-    shown, lay = view.view(source.id, G, expanded)
-    levels = view.levels(source.id, G)
+    expanded = opened.expanded(grouping)
+    shown, lay = opened.view(expanded)
 
     def drawn(k: str) -> str:
-        return k if k in shown else drawn_as(levels, k, expanded)
+        return k if k in shown else opened.drawn_as(k, expanded)
 
     ring = None if key is None else drawn(key)
     folded = sum(1 for _, d in shown.nodes(data=True) if d.get("type") == GROUP)
@@ -193,11 +193,11 @@ def draw(
 
 def panel(view: ViewState, source_id: str | None, selected: Any, grouping: Any) -> Any:
     """The node panel for the selected node, with a collapse link for each open group."""
-    G = view.graph(source_id)
-    if G is None or source_id is None or not isinstance(selected, str) or selected not in G:
+    opened = view.open(source_id)
+    if opened is None or not isinstance(selected, str) or selected not in opened.graph:
         return no_selection()
-    expanded = view.expanded(source_id, G, grouping)
-    return node_panel(G, selected, enclosing(view.levels(source_id, G), selected, expanded))
+    expanded = opened.expanded(grouping)
+    return node_panel(opened.graph, selected, enclosing(opened.levels, selected, expanded))
 
 
 @dataclass
@@ -236,13 +236,13 @@ def interact(
     ``collapse`` link's id (with the clicks of all such links).
 
     ``search``: the search box's text; its matches come from the search cache the draw
-    fills (``ViewState.matches``). The page kept them in a store once, and a search typed
+    fills (``OpenFile.matches``). The page kept them in a store once, and a search typed
     and then "next" clicked at once (the box commits its text as it loses focus to the
     button) found the store not yet redrawn; each click also sent the store's keys.
     """
-    G = view.graph(source_id)
+    open_file = view.open(source_id)
     text = search if isinstance(search, str) else None
-    found = view.matches(source_id, G, text)[0] if G is not None and source_id else []
+    found = open_file.matches(text)[0] if open_file is not None else []
     chosen, grouping_after, focus = _choose(
         view,
         trigger,
@@ -284,12 +284,12 @@ def _choose(
     The focus request asks for the view to move to the node: on a search step, a link, or a
     timeline click, not on a click in the DAG itself.
     """
-    G = view.graph(source_id)
-    if trigger == "source" or G is None or source_id is None:
+    open_file = view.open(source_id)
+    if trigger == "source" or open_file is None:
         return None, None, None
-    state = dict(view.grouping_of(source_id, grouping))
-    levels = view.levels(source_id, G)
-    base = view.base(source_id, G, state["default"])
+    state = dict(open_file.grouping_of(grouping))
+    levels = open_file.levels
+    base = open_file.base(state["default"])
 
     def show(key: str) -> tuple[Any, Any, Any]:
         after = opened_to(state, base, levels.get(key, []))
@@ -311,7 +311,7 @@ def _choose(
 
     if trigger in ("collapse-all", "expand-all"):
         mode = "collapsed" if trigger == "collapse-all" else "expanded"
-        return dash.no_update, {"source": source_id, "default": mode, "toggled": []}, None
+        return dash.no_update, {"source": open_file.id, "default": mode, "toggled": []}, None
     if trigger in ("prev", "next"):
         if not matches:
             return _NOTHING
@@ -333,7 +333,7 @@ def _choose(
         return _NOTHING
     if key.startswith("group:"):
         return dash.no_update, opened_to(state, base, [key[len("group:") :]]), None
-    if key not in G:
+    if key not in open_file.graph:
         return _NOTHING
     chosen, grouping_after, _ = show(key)
     # A click on the DAG leaves the view where it is; one on the timeline brings the node
@@ -365,16 +365,15 @@ def ring(
     Re-rendering a figure of thousands of nodes blocks the page, so this comes after the
     panel (it waits for it) and patches only the ring traces.
     """
-    G = view.graph(source_id)
-    if G is None or source_id is None or not isinstance(rings, dict) or selected is None:
+    open_file = view.open(source_id)
+    if open_file is None or not isinstance(rings, dict) or selected is None:
         # Nothing selected (the page has just loaded, or a new file is drawn without one).
         return Rings(dash.no_update, dash.no_update, dash.no_update)
-    expanded = view.expanded(source_id, G, grouping)
-    shown, lay = view.view(source_id, G, expanded)
+    G = open_file.graph
+    expanded = open_file.expanded(grouping)
+    shown, lay = open_file.view(expanded)
     key = selected if isinstance(selected, str) and selected in G else None
-    drawn = (
-        key if key is None or key in shown else drawn_as(view.levels(source_id, G), key, expanded)
-    )
+    drawn = key if key is None or key in shown else open_file.drawn_as(key, expanded)
     dag = Patch()
     x, y = ring_at(lay, drawn)
     dag["data"][rings["dag"]]["x"] = x
@@ -400,10 +399,11 @@ def hovers(view: ViewState, rings: Any, grouping: Any) -> Any:
     (``analysis.addresses.prepare``).
     """
     source_id = rings.get("source") if isinstance(rings, dict) else None
-    G = view.graph(source_id)
-    if G is None or source_id is None:
+    open_file = view.open(source_id)
+    if open_file is None:
         return dash.no_update
-    shown, _ = view.view(source_id, G, view.expanded(source_id, G, grouping))
+    G = open_file.graph
+    shown, _ = open_file.view(open_file.expanded(grouping))
     prepare(G)  # the panel's look-ups too, once the page is drawn
     dag = Patch()
     for index, texts in node_hovers(shown, rings.get("colour", "type")).items():
@@ -436,15 +436,16 @@ def timeline(view: ViewState, rings: Any, grouping: Any, selected: Any, zoom: An
     """The timeline, drawn once the DAG is (``rings`` as ``clientside.WHEN_PAINTED`` passes
     it on): the page is usable before it arrives."""
     source_id = rings.get("source") if isinstance(rings, dict) else None
-    G = view.graph(source_id)
-    if G is None or source_id is None or not has_timeline(G):
+    open_file = view.open(source_id)
+    G = None if open_file is None else open_file.graph
+    if open_file is None or G is None or not has_timeline(G):
         return Timeline({}, dict(HIDDEN), None, False)
-    expanded = view.expanded(source_id, G, grouping)
-    shown, _ = view.view(source_id, G, expanded)
+    expanded = open_file.expanded(grouping)
+    shown, _ = open_file.view(expanded)
     key = selected if isinstance(selected, str) and selected in G else None
-    rows = view.rows(source_id, G, expanded)
+    rows = open_file.rows(expanded)
     # A redraw of the graph the user has zoomed into keeps the zoom's detail.
-    figure = build_timeline(G, key, shown, _zoom_of(zoom, source_id), rows)
+    figure = build_timeline(G, key, shown, _zoom_of(zoom, open_file.id), rows)
     return Timeline(figure, {}, len(figure.data) - 1, merges(rows))
 
 
@@ -469,11 +470,12 @@ def timeline_zoom(
     window = zoom_window(relayout) if isinstance(relayout, dict) else False
     if window is False or not merged:
         return TimelineZoom(dash.no_update, dash.no_update)  # plotly zooms what it has
-    G = view.graph(source_id)
-    if G is None or source_id is None:
+    open_file = view.open(source_id)
+    if open_file is None:
         return TimelineZoom(dash.no_update, dash.no_update)
-    expanded = view.expanded(source_id, G, grouping)
-    shown, _ = view.view(source_id, G, expanded)
+    G = open_file.graph
+    expanded = open_file.expanded(grouping)
+    shown, _ = open_file.view(expanded)
     drawn = selected if isinstance(selected, str) and selected in G else None
-    figure = build_timeline(G, drawn, shown, window, view.rows(source_id, G, expanded))
+    figure = build_timeline(G, drawn, shown, window, open_file.rows(expanded))
     return TimelineZoom(figure, {"source": source_id, "window": list(window) if window else None})

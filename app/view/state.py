@@ -5,8 +5,8 @@ The page keeps its grouping as JSON in a store (``grouping``): ``{"source": id, 
 "overview" | "expanded" | "collapsed", "toggled": [groups]}``, plus ``"compare": id`` when the
 DAG marks a diff and ``"stepped": [groups]``, those the last step through search matches
 opened (the next step shuts them). A graph's expanded groups are those its default opens,
-with the toggled ones flipped. ``ViewState`` turns that into the graph drawn and its
-placement, each kept per file.
+with the toggled ones flipped. ``ViewState`` holds the app's files; each open one is an
+``OpenFile``, which owns its graph's groups, drawn views, timeline rows and searches.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,16 +31,18 @@ from ..files.sources import RecordedRun, Registry, sample_files, sample_recordin
 from ..render.placement import Layout, layout
 from ..render.timeline import Row, timeline_rows
 
-#: Drawn views kept (graph and placement, by file and expanded groups): a fold opened and shut
-#: again, or a return to the last file, redraws from here.
-VIEWS_KEPT = 9
-#: Timeline rows kept, likewise: a zoom redraws from them (1.4 million calls at 100k nodes).
-ROWS_KEPT = 5
-#: Searches kept (matches by file and search text): the draw and the steps through matches.
+#: Drawn views kept per open file (graph and placement, by expanded groups): a fold opened and
+#: shut again redraws from here. The registry keeps graphs up to ``sources.NODES_KEPT`` nodes
+#: in all, which bounds what the open files' views hold.
+VIEWS_KEPT = 6
+#: Timeline rows kept per file, likewise: a zoom redraws from them (1.4 million calls at 100k
+#: nodes).
+ROWS_KEPT = 3
+#: Searches kept per file (matches by search text): the draw and the steps through matches.
 SEARCHES_KEPT = 8
-#: Files whose groups (levels, all groups, overview) are kept: a long-running server is shown
-#: file after file, upload after upload, and kept them all.
-GROUPS_KEPT = 8
+#: Open files kept: a long-running server is shown file after file, upload after upload, and
+#: kept them all.
+FILES_KEPT = 8
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -101,6 +104,87 @@ def _bucket_files(files: list[Path], given: bool) -> list[dict[str, str]]:
     ]
 
 
+@dataclass(eq=False)
+class OpenFile:
+    """One open file: its graph and what the page made from it, kept while it stays open.
+
+    Its groups, the overview it opens to, its drawn views, timeline rows and searches are
+    made on first use. The caches are plain dicts and properties: two threads making the
+    same entry at once each get a correct one.
+    """
+
+    id: str
+    graph: nx.DiGraph
+    _views: dict[frozenset[str], tuple[nx.DiGraph, Layout]] = field(
+        default_factory=dict, repr=False
+    )
+    _rows: dict[frozenset[str], list[Row]] = field(default_factory=dict, repr=False)
+    _searches: dict[str, tuple[list[str], str | None]] = field(default_factory=dict, repr=False)
+
+    @cached_property
+    def levels(self) -> dict[str, list[str]]:
+        """Each node's groups, outermost first (``folding.group_levels``)."""
+        return group_levels(self.graph)
+
+    @cached_property
+    def groups(self) -> frozenset[str]:
+        """Every group of the graph. Kept: each click asks for them, and on the 10,780-node
+        sample making the set was 6 of a click's 8 ms in the server."""
+        return frozenset(all_groups(self.levels))
+
+    @cached_property
+    def overview(self) -> frozenset[str]:
+        """The groups the file opens with (``folding.overview``)."""
+        return frozenset(overview(self.levels))
+
+    def base(self, default: str) -> frozenset[str]:
+        """The groups open before any toggle, for a grouping's ``default``."""
+        if default == "collapsed":
+            return frozenset()
+        return self.groups if default == "expanded" else self.overview
+
+    def grouping_of(self, grouping: Any) -> dict[str, Any]:
+        """The page's grouping if it belongs to this file, else the file's default."""
+        if isinstance(grouping, dict) and grouping.get("source") == self.id:
+            return grouping
+        return default_grouping(self.id)
+
+    def expanded(self, grouping: Any) -> frozenset[str]:
+        """The expanded groups a grouping state asks for (a stale or missing one: the default).
+        Without toggles, the kept set itself: on the 100,064-node graph expanded, copying its
+        groups was half of a click's time in the server."""
+        state = self.grouping_of(grouping)
+        base = self.base(state["default"])
+        toggled = set(state["toggled"]) & self.groups
+        return base ^ toggled if toggled else base
+
+    def view(self, expanded: Set[str]) -> tuple[nx.DiGraph, Layout]:
+        """The graph drawn with these groups expanded (the rest folded) and its placement."""
+
+        def make() -> tuple[nx.DiGraph, Layout]:
+            shown = collapsed(self.graph, self.levels, expanded)
+            return shown, layout(shown)
+
+        return _kept(self._views, frozenset(expanded), make, VIEWS_KEPT)
+
+    def drawn_as(self, key: str, expanded: Set[str]) -> str:
+        """The drawn node that holds ``key`` in the view with ``expanded`` open."""
+        return drawn_as(self.levels, key, expanded)
+
+    def matches(self, text: str | None) -> tuple[list[str], str | None]:
+        """The nodes a search finds, in order, and its warning (``search.search_nodes``)."""
+        key = (text or "").strip()
+        return _kept(self._searches, key, lambda: search_nodes(self.graph, text), SEARCHES_KEPT)
+
+    def rows(self, expanded: Set[str]) -> list[Row]:
+        """The timeline's rows for this view."""
+
+        def make() -> list[Row]:
+            return timeline_rows(self.graph, self.view(expanded)[0])
+
+        return _kept(self._rows, frozenset(expanded), make, ROWS_KEPT)
+
+
 @dataclass
 class ViewState:
     """The app's sources and, per file, its groups and drawn views, made once and kept.
@@ -114,29 +198,14 @@ class ViewState:
     bucket_files: list[dict[str, str]] = field(default_factory=list)  # the buckets picker's
     start: str = "graph"  # the page shown when the address names none
     uploads: Path | None = None  # where dropped files are written; made on the first
-    _levels: dict[str, dict[str, list[str]]] = field(default_factory=dict, repr=False)
-    _groups: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
-    _overviews: dict[str, frozenset[str]] = field(default_factory=dict, repr=False)
-    _views: dict[tuple[str, frozenset[str]], tuple[nx.DiGraph, Layout]] = field(
-        default_factory=dict, repr=False
-    )
-    _rows: dict[tuple[str, frozenset[str]], list[Row]] = field(default_factory=dict, repr=False)
-    _searches: dict[tuple[str, str], tuple[list[str], str | None]] = field(
-        default_factory=dict, repr=False
-    )
+    _open: dict[str, OpenFile] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.registry.let_go.append(self.forget)
 
     def forget(self, source_id: str) -> None:
         """Drop what was made from a source's graph: the registry let the graph go."""
-        by_source: list[dict[Any, Any]] = [self._levels, self._groups, self._overviews]
-        for cache in by_source:
-            cache.pop(source_id, None)
-        by_view: list[dict[Any, Any]] = [self._views, self._rows, self._searches]
-        for keyed in by_view:
-            for key in [k for k in list(keyed) if k[0] == source_id]:
-                keyed.pop(key, None)
+        self._open.pop(source_id, None)
 
     @classmethod
     def over(cls, paths: Iterable[str | Path] = ()) -> ViewState:
@@ -200,75 +269,20 @@ class ViewState:
             return None
         return self.registry.graph_of(source_id)[0]
 
-    def levels(self, source_id: str, G: nx.DiGraph) -> dict[str, list[str]]:
-        """Each node's groups, outermost first (``groups.group_levels``)."""
-        return _kept(self._levels, source_id, lambda: group_levels(G), GROUPS_KEPT)
-
-    def groups(self, source_id: str, G: nx.DiGraph) -> frozenset[str]:
-        """Every group of the source's graph. Kept: each click asks for them, and on the
-        10,780-node sample making the set was 6 of a click's 8 ms in the server."""
-        return _kept(
-            self._groups,
-            source_id,
-            lambda: frozenset(all_groups(self.levels(source_id, G))),
-            GROUPS_KEPT,
-        )
-
-    def base(self, source_id: str, G: nx.DiGraph, default: str) -> frozenset[str]:
-        """The groups open before any toggle, for a grouping's ``default``."""
-        if default == "collapsed":
-            return frozenset()
-        if default == "expanded":
-            return self.groups(source_id, G)
-        return _kept(
-            self._overviews,
-            source_id,
-            lambda: frozenset(overview(self.levels(source_id, G))),
-            GROUPS_KEPT,
-        )
-
-    def grouping_of(self, source_id: str, grouping: Any) -> dict[str, Any]:
-        """The page's grouping if it belongs to this source, else the source's default."""
-        if isinstance(grouping, dict) and grouping.get("source") == source_id:
-            return grouping
-        return default_grouping(source_id)
-
-    def expanded(self, source_id: str, G: nx.DiGraph, grouping: Any) -> frozenset[str]:
-        """The expanded groups a grouping state asks for (a stale or missing one: the default).
-        Without toggles, the kept set itself: on the 100,064-node graph expanded, copying its
-        groups was half of a click's time in the server."""
-        state = self.grouping_of(source_id, grouping)
-        base = self.base(source_id, G, state["default"])
-        toggled = set(state["toggled"]) & self.groups(source_id, G)
-        return base ^ toggled if toggled else base
-
-    def view(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> tuple[nx.DiGraph, Layout]:
-        """The graph drawn with these groups expanded (the rest folded) and its placement."""
-
-        def make() -> tuple[nx.DiGraph, Layout]:
-            shown = collapsed(G, self.levels(source_id, G), expanded)
-            return shown, layout(shown)
-
-        return _kept(self._views, (source_id, frozenset(expanded)), make, VIEWS_KEPT)
-
-    def matches(
-        self, source_id: str, G: nx.DiGraph, text: str | None
-    ) -> tuple[list[str], str | None]:
-        """The nodes a search finds, in order, and its warning (``search.search_nodes``)."""
-        key = (source_id, (text or "").strip())
-        return _kept(self._searches, key, lambda: search_nodes(G, text), SEARCHES_KEPT)
-
-    def rows(self, source_id: str, G: nx.DiGraph, expanded: Set[str]) -> list[Row]:
-        """The timeline's rows for this view."""
-
-        def make() -> list[Row]:
-            shown, _ = self.view(source_id, G, expanded)
-            return timeline_rows(G, shown)
-
-        return _kept(self._rows, (source_id, frozenset(expanded)), make, ROWS_KEPT)
+    def open(self, source_id: str | None) -> OpenFile | None:
+        """The open file of a source, its graph read on first use; None for an unknown id or
+        a file that failed to load."""
+        G = self.graph(source_id)
+        if G is None or source_id is None:
+            return None
+        known = self._open.get(source_id)
+        if known is not None and known.graph is G:
+            return known
+        self._open.pop(source_id, None)  # read again since: what was made from it goes
+        return _kept(self._open, source_id, lambda: OpenFile(source_id, G), FILES_KEPT)
 
     def preload(self) -> None:
         """Read the first file and place its first view, so the first page is quick."""
-        G = self.graph(self.first)
-        if G is not None and self.first is not None:
-            self.view(self.first, G, self.expanded(self.first, G, None))
+        first = self.open(self.first)
+        if first is not None:
+            first.view(first.expanded(None))

@@ -80,8 +80,8 @@ def test_a_large_graph_draws_its_overview_with_a_fold_and_kept_views(view: ViewS
     # The drawn view is kept: a redraw of the same folds places nothing again.
     G = view.graph(LARGE)
     assert G is not None
-    expanded = view.expanded(LARGE, G, None)
-    assert view.view(LARGE, G, expanded) is view.view(LARGE, G, expanded)
+    expanded = view.open(LARGE).expanded(None)
+    assert view.open(LARGE).view(expanded) is view.open(LARGE).view(expanded)
 
 
 def test_clicking_a_node_selects_it_and_brings_its_panel(view: ViewState) -> None:
@@ -136,7 +136,7 @@ def test_opening_and_folding_groups_changes_the_drawn_view(view: ViewState) -> N
     layers = {f"group:model.layers.{i}" for i in range(1, 224)}
     assert layers <= after and not layers & before
     # The panel of a node in an open group has a link that folds that group.
-    levels = view.levels(LARGE, G)
+    levels = view.open(LARGE).levels
     # A kernel of layer 0 itself (a residual add), drawn between its blocks.
     key = next(k for k in sorted(before) if levels.get(k, [""])[-1] == "model.layers.0")
     group = levels[key][-1]
@@ -150,14 +150,14 @@ def test_opening_and_folding_groups_changes_the_drawn_view(view: ViewState) -> N
         selected=key,
     )
     assert folded.selected is dash.no_update
-    assert group not in view.expanded(LARGE, G, folded.grouping)
+    assert group not in view.open(LARGE).expanded(folded.grouping)
     fold = "model.layers 0..223 x224"
-    assert fold in view.expanded(LARGE, G, folded.grouping)  # only that one shut
+    assert fold in view.open(LARGE).expanded(folded.grouping)  # only that one shut
     shut = callbacks.draw(view, LARGE, "type", None, folded.grouping, key)
     assert key not in _drawn_keys(shut.figure) and "group:" + group in _drawn_keys(shut.figure)
     # The selection ring sits on the group that now holds the node.
     [ring] = [t for t in shut.figure.data if t.name == "selected"]
-    lay = view.view(LARGE, G, view.expanded(LARGE, G, folded.grouping))[1]
+    lay = view.open(LARGE).view(view.open(LARGE).expanded(folded.grouping))[1]
     assert (ring.x[0], ring.y[0]) == lay.pos["group:" + group]
     # The panel comes again with the fold: the node's collapse link for that group is gone.
     assert {"type": "collapse", "group": group} not in ids(folded.panel)
@@ -174,7 +174,7 @@ def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     drawn = callbacks.draw(view, LARGE, "type", "sdpa", None, None)
     G = view.graph(LARGE)
     assert G is not None
-    found, _ = view.matches(LARGE, G, "sdpa")
+    found, _ = view.open(LARGE).matches("sdpa")
     assert len(found) == 224 and drawn.count == "224 matches"
     assert all("sdpa" in G.nodes[k]["short_name"] for k in found)
     first = callbacks.interact(view, "next", source_id=LARGE, search="sdpa")
@@ -198,7 +198,7 @@ def test_search_steps_through_matches_and_counts_them(view: ViewState) -> None:
     assert nothing.selected is dash.no_update
     # "next" clicked straight after typing, before any draw for the text: the text decides.
     typed = callbacks.interact(view, "next", source_id=LARGE, search="q_proj")
-    assert typed.selected == view.matches(LARGE, G, "q_proj")[0][0] and typed.count.startswith(
+    assert typed.selected == view.open(LARGE).matches("q_proj")[0][0] and typed.count.startswith(
         "1 of"
     )
 
@@ -217,7 +217,7 @@ def test_a_search_says_no_match_and_its_legend_counts_what_it_found(view: ViewSt
 def test_stepping_through_matches_shuts_what_the_last_step_opened(view: ViewState) -> None:
     G = view.graph(LARGE)
     assert G is not None
-    found, _ = view.matches(LARGE, G, "sdpa")
+    found, _ = view.open(LARGE).matches("sdpa")
     # The user opens the block of later layers by hand: no step shuts it.
     opened = callbacks.interact(view, "dag-pick", source_id=LARGE, dag_click=_click("group:" + RUN))
     grouping, selected = opened.grouping, found[0]
@@ -253,7 +253,7 @@ def test_a_buffer_clicked_in_the_panel_searches_the_nodes_that_touch_it(
     drawn = callbacks.draw(view, SMALL, "type", BUFFER_SEARCH + name, None, None)
     G = view.graph(SMALL)
     assert G is not None
-    found, _ = view.matches(SMALL, G, BUFFER_SEARCH + name)
+    found, _ = view.open(SMALL).matches(BUFFER_SEARCH + name)
     assert found and all(
         any(p.get("buffer") == name for p in G.nodes[k]["pointers"]) for k in found
     )
@@ -271,14 +271,14 @@ def test_the_ring_moves_to_the_selection_and_the_view_to_a_requested_node(
     drawing = callbacks.draw(view, SMALL, "type", None, None, None)
     state = {"source_id": SMALL, "grouping": None, "rings": drawing.rings}
     moved = callbacks.ring(view, selected=key, timeline_ring_index=7, focus_request=key, **state)
-    x, y = view.view(SMALL, G, view.expanded(SMALL, G, None))[1].pos[key]
+    x, y = view.open(SMALL).view(view.open(SMALL).expanded(None))[1].pos[key]
     patch = moved.dag.to_plotly_json()["operations"]
     assert {"operation": "Assign", "location": ["data", drawing.rings["dag"], "x"]} in [
         {k: op[k] for k in ("operation", "location")} for op in patch
     ]
     assert [op["params"]["value"] for op in patch] == [[x], [y]]
     assert moved.focus["ranges"] == callbacks.focus_ranges(
-        view.view(SMALL, G, view.expanded(SMALL, G, None))[1], key
+        view.open(SMALL).view(view.open(SMALL).expanded(None))[1], key
     )
     timeline_ops = moved.timeline.to_plotly_json()["operations"]
     assert {tuple(op["location"]) for op in timeline_ops} == {
@@ -325,7 +325,7 @@ def test_hover_texts_and_the_timeline_come_after_the_dag(view: ViewState) -> Non
 def test_the_address_restores_file_node_page_and_colouring(view: ViewState) -> None:
     G = view.graph(LARGE)
     assert G is not None
-    key = next(k for k, chain in view.levels(LARGE, G).items() if "model.layers.200" in chain)
+    key = next(k for k, chain in view.open(LARGE).levels.items() if "model.layers.200" in chain)
     link = address(LARGE, node=key, view="report", colour="time")  # as the pages write them
     asked = callbacks.url_state(
         {k: v[0] for k, v in parse_qs(urlparse(link).query).items()} | {"other": "x"}

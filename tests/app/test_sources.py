@@ -397,3 +397,24 @@ def test_only_the_last_uploads_stay_listed_an_older_one_goes_with_its_file(
     assert drawn.status.id == "load-error"
     assert drawn.status.children == registry.gone(first.id)
     assert "keeps the last 3 uploads" in drawn.status.children
+
+
+def test_each_open_file_is_one_object_that_goes_when_its_graph_is_let_go() -> None:
+    """``ViewState.open``: one ``OpenFile`` per file, owning its folds, views and searches;
+    when the registry lets the graph go, what was made from it goes too, and a file read
+    again opens afresh."""
+    from graphscope.app.view.state import ViewState
+
+    registry = Registry(nodes_kept=300)  # b1 has 212 nodes, b8 302: reading b8 lets b1 go
+    b1 = registry.add_path(LLAMA)
+    b8 = registry.add_path(SAMPLES / "bundles" / "tiny-llama-b8.json.gz")
+    view = ViewState(registry=registry)
+    first = view.open(b1.id)
+    assert first is not None and first is view.open(b1.id) and first.graph is view.graph(b1.id)
+    shown, _ = first.view(first.expanded(None))
+    assert first.view(first.expanded(None))[0] is shown  # kept by the file
+    assert first.matches("gemm")[0] and first.matches("gemm") is first.matches(" gemm ")
+    assert view.open(b8.id) is not None and b1.graph is None  # b1 let go
+    again = view.open(b1.id)
+    assert again is not None and again is not first and again.graph is not first.graph
+    assert view.open("no such id") is None and view.open(None) is None
