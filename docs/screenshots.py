@@ -3,8 +3,10 @@
     python docs/screenshots.py     # needs Debian's chromium and chromium-driver, and selenium
 
 Opens the tiny-llama b1 sample coloured by replay time, clicks its slowest node and saves the
-page; the same sample coloured graph against eager; then the catalog of two recordings
-(samples/recordings). Nothing in the pictures is edited.
+page; the same sample coloured graph against eager; the catalog of two recordings
+(samples/recordings); the 10,780-node sample's first view, and the same with a node of layer
+0's attention asked for in the address (its attention opened, a box inside the layer's).
+Nothing in the pictures is edited.
 """
 
 from __future__ import annotations
@@ -27,16 +29,23 @@ LLAMA = ROOT / "samples" / "bundles" / "tiny-llama-b1.json.gz"
 DOT = ROOT / "samples" / "dot" / "explicit-all-types" / "flags-verbose.dot"
 OUT = ROOT / "docs" / "img"
 RECORDINGS = ROOT / "samples" / "recordings"
+DEEP = ROOT / "samples" / "large" / "hf-deep-llama-b1.json.gz"
 
 
 def _page(
-    files: list[Path], height: int, ready: str, name: str, then: Callable[[Any], None] | None = None
+    files: list[Path],
+    height: int,
+    ready: str,
+    name: str,
+    then: Callable[[Any], None] | None = None,
+    query: str = "",
 ) -> None:
-    """Serve ``files``, wait for ``ready`` (a CSS selector), do ``then``, save ``name``."""
+    """Serve ``files``, open the page at ``query``, wait for ``ready`` (a CSS selector), do
+    ``then``, save ``name``."""
     url, server = serve_in_thread(files)
     driver = headless_chromium(1600, height)
     try:
-        driver.get(url)
+        driver.get(url + query)
         wait = WebDriverWait(driver, 20)
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, ready)))
         if then is not None:
@@ -64,6 +73,17 @@ def graph_against_eager() -> None:
         )
 
     _page([LLAMA], 1000, "#dag .points path", "dashboard-graph-vs-eager.png", colour)
+
+
+def overview() -> None:
+    """The 10,780-node sample's first view, then with layer 0's attention opened."""
+    _page([DEEP], 1000, "#dag .scatterlayer", "overview-column.png")
+    G = graphscope.load(DEEP)
+    inside = min(
+        (k for k, d in G.nodes(data=True) if "self_attn" in str(d.get("attribution", {}))),
+        key=lambda k: G.nodes[k]["local_id"],
+    )
+    _page([DEEP], 1000, "#dag .scatterlayer", "overview-nested.png", query=f"?node={inside}")
 
 
 def main() -> None:
@@ -105,3 +125,4 @@ if __name__ == "__main__":
     main()
     graph_against_eager()
     catalog()
+    overview()

@@ -515,7 +515,8 @@ def build_figure(
         hovermode="closest",
         uirevision="graph",  # keep zoom and pan when the figure is redrawn for a selection
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-        annotations=row_labels(lay, height),
+        annotations=row_labels(lay, height) + box_labels(lay),
+        shapes=box_shapes(lay),
         # How the page draws the labels: of every node in view (a graph of at most LABEL_LIMIT
         # nodes), or once a zoom leaves each node room for its own.
         meta=DagMeta(
@@ -659,8 +660,11 @@ def row_labels(lay: Layout, height: int) -> list[dict[str, Any]]:
     gap = span * LABEL_LINE_PX / max(height - 40, 1)  # y units per line of label text
     out: list[dict[str, Any]] = []
     last = -math.inf
+    previous = None
     for row in lay.rows:
-        if row["y"] - last < gap or not row["label"]:
+        # A layer's rows after its first are inside its box, which the first names.
+        repeated, previous = row["label"] == previous, row["label"]
+        if row["y"] - last < gap or not row["label"] or repeated:
             continue
         last = row["y"]
         label = row["label"] if len(row["label"]) <= 28 else row["label"][:27] + "…"
@@ -675,3 +679,43 @@ def row_labels(lay: Layout, height: int) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+#: A module box's outline and fill, darker the deeper it is nested.
+BOX_LINE = "#b9b9cf"
+BOX_FILL = ("rgba(110,110,170,0.05)", "rgba(110,110,170,0.08)", "rgba(110,110,170,0.11)")
+
+
+def box_shapes(lay: Layout) -> list[dict[str, Any]]:
+    """The layout's module boxes (``placement.module_boxes``), behind the nodes and edges."""
+    return [
+        {
+            "type": "rect",
+            "layer": "below",
+            "x0": b["x0"],
+            "x1": b["x1"],
+            "y0": b["y0"],
+            "y1": b["y1"],
+            "line": {"color": BOX_LINE, "width": 1},
+            "fillcolor": BOX_FILL[min(b["depth"], len(BOX_FILL) - 1)],
+        }
+        for b in lay.boxes
+    ]
+
+
+def box_labels(lay: Layout) -> list[dict[str, Any]]:
+    """A name at the top right of each box inside another (a layer's box is named by its row
+    label, on the left)."""
+    return [
+        {
+            "x": b["x1"] - 0.08,
+            "y": b["y0"] + 0.04,
+            "text": escape(b["label"]),
+            "showarrow": False,
+            "xanchor": "right",
+            "yanchor": "top",
+            "font": {"size": 9, "color": "#77778f"},
+        }
+        for b in lay.boxes
+        if b["depth"] > 0
+    ]

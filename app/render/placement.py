@@ -14,7 +14,7 @@ from typing import TypedDict
 
 import networkx as nx
 
-from graphscope.model import layer_of, owner_of
+from graphscope.model import layer_of, module_of, owner_of
 
 from .shared import LABEL_LIMIT
 
@@ -28,6 +28,12 @@ LABELLED_ROW = 10
 MIN_ROW = 6
 #: ... except in a drawing of at most this many nodes, mostly blocks.
 BLOCK_VIEW = 40
+#: Module boxes drawn at most: past this many the page draws none (a wrapped drawing of a
+#: whole 224-layer model has one a layer, and SVG shapes are not culled with the nodes).
+BOXES_KEPT = 400
+#: How far a box reaches past its nodes, and how much each box inside another is inset.
+BOX_PAD = 0.42
+BOX_INSET = 0.1
 
 
 class LayoutRow(TypedDict):
@@ -37,6 +43,19 @@ class LayoutRow(TypedDict):
     label: str
     y: float
     nodes: int
+
+
+class Box(TypedDict):
+    """A module's box: around the drawn nodes of one layer, or of one module inside it, in
+    the drawing's coordinates; ``depth`` counts the boxes it sits in."""
+
+    module: str
+    label: str
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    depth: int
 
 
 @dataclass
@@ -51,6 +70,9 @@ class Layout:
     # line, as Model Explorer stacks its boxes: no row wraps back with a long diagonal edge,
     # and each node's label sits at its right (the page reads this from the figure's meta).
     vertical: bool = False
+    # Boxes around each layer's nodes and, in a drawing of blocks, around each module opened
+    # inside a layer (``module_boxes``).
+    boxes: list[Box] = field(default_factory=list)
 
 
 def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
@@ -148,6 +170,7 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
             )
             y += width + 1
         y += 1  # a blank line between graphs
+    out.boxes = module_boxes(G, out)
     return out
 
 
@@ -178,3 +201,79 @@ def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
             y += 1
         y += 0.5
     return y
+
+
+def _contiguous(
+    lines: list[float], taken: dict[float, set[str]], module: str, G: nx.DiGraph
+) -> bool:
+    """Whether the lines ``module``'s nodes sit on hold nothing else, and no other line comes
+    between them: only then does a box around them say what is inside."""
+    ordered = sorted(taken)
+    first, last = ordered.index(min(lines)), ordered.index(max(lines))
+    return all(
+        _inside(module_of(G.nodes[key]), module)
+        for y in ordered[first : last + 1]
+        for key in taken[y]
+    )
+
+
+def _inside(path: str | None, module: str) -> bool:
+    return path is not None and (path == module or path.startswith(module + "."))
+
+
+def module_boxes(G: nx.DiGraph, lay: Layout) -> list[Box]:
+    """Boxes around what each layer holds, and in a drawing of blocks (``vertical``) around
+    each module opened inside a layer: a layer's attention opened shows as a box inside the
+    layer's box, as Model Explorer nests namespaces. A module gets a box only where its nodes
+    fill whole lines with nothing else between them, and only where it holds more than one
+    drawn node; none past ``BOXES_KEPT``."""
+    lines: dict[float, set[str]] = {}
+    for key, (_, y) in lay.pos.items():
+        lines.setdefault(y, set()).add(key)
+    right: dict[float, float] = {}
+    for x, y in lay.pos.values():
+        right[y] = max(right.get(y, 0.0), x)
+    # Each module at or inside a layer, with the lines its drawn nodes sit on.
+    spans: dict[str, list[float]] = {}
+    for key, (_, y) in lay.pos.items():
+        path = module_of(G.nodes[key])
+        if not path or layer_of(G.nodes[key]) is None:
+            continue
+        parts = path.split(".")
+        for end in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:end])
+            if layer_of({"attribution": {"module": prefix}}) is None:
+                break
+            if (
+                not lay.vertical
+                and end > 1
+                and layer_of({"attribution": {"module": prefix}}) != prefix
+            ):
+                continue  # a wrapped drawing boxes its layers only
+            spans.setdefault(prefix, []).append(y)
+    boxes: list[Box] = []
+    for module in sorted(spans, key=lambda m: (min(spans[m]), m.count("."))):
+        ys = spans[module]
+        if len(ys) < 2 or not _contiguous(ys, lines, module, G):
+            continue
+        depth = sum(1 for b in boxes if _inside(module, b["module"]) and b["module"] != module)
+        inset = BOX_INSET * depth
+        top, bottom = min(ys), max(ys)
+        # A wrapped row's lanes go downwards from its y: its box takes them in.
+        bottom = max(y for y in lines if top <= y <= bottom) if lay.vertical else bottom
+        widest = max(right[y] for y in lines if top <= y <= bottom)
+        boxes.append(
+            {
+                "module": module,
+                "label": module.rsplit(".", 1)[-1] if depth else module,
+                "x0": -BOX_PAD + inset,
+                # in a drawing of blocks, the labels at the nodes' right are inside it
+                "x1": widest + (1.6 if lay.vertical else 0.0) + BOX_PAD - inset,
+                "y0": top - BOX_PAD + inset,
+                "y1": bottom + BOX_PAD - inset,
+                "depth": depth,
+            }
+        )
+        if len(boxes) > BOXES_KEPT:
+            return []
+    return boxes

@@ -170,3 +170,65 @@ def test_graph_against_eager_colours_each_node_by_its_replay_over_its_eager_laun
     dot = graphscope.load(SAMPLES / "bundles" / "tiny-llama-b1.dot")
     traces = figure.build_figure(dot, placement.layout(dot), "eager").data
     assert all("eager" not in (t.name or "") for t in traces)
+
+
+def _inside(box: placement.Box, pos: tuple[float, float]) -> bool:
+    return box["x0"] <= pos[0] <= box["x1"] and box["y0"] <= pos[1] <= box["y1"]
+
+
+def test_each_layer_is_one_box_holding_its_nodes_and_nothing_else() -> None:
+    """A wrapped drawing (tiny-llama's 212 kernels) boxes each layer's rows, and the layer is
+    named once, on its box's first row (issue 27: six rows all labelled ``layers.0``)."""
+    from graphscope.model import layer_of
+
+    G = graphscope.load(LLAMA)
+    lay = placement.layout(G)
+    layers = {layer_of(d) for _, d in G.nodes(data=True)} - {None}
+    assert sorted(b["module"] for b in lay.boxes) == sorted(layers)
+    assert all(b["depth"] == 0 for b in lay.boxes)
+    for box in lay.boxes:
+        held = {k for k, pos in lay.pos.items() if _inside(box, pos)}
+        assert held == {k for k in G if layer_of(G.nodes[k]) == box["module"]}
+    fig = figure.build_figure(G, lay)
+    assert len(fig.layout.shapes) == len(lay.boxes)
+    named = [a.text for a in fig.layout.annotations]
+    assert all(named.count(layer) == 1 for layer in layers)
+
+
+def test_a_module_opened_inside_a_layer_is_a_box_inside_the_layers() -> None:
+    """The overview with layer 0's attention opened: its nodes in a box of their own, inside
+    layer 0's, named at its corner."""
+    G = graphscope.load(DEEP)
+    levels = groups.group_levels(G)
+    opened = set(groups.overview(levels)) | {"model.layers.0.self_attn"}
+    view = groups.collapsed(G, levels, opened)
+    lay = placement.layout(view)
+    assert lay.vertical
+    boxes = {b["module"]: b for b in lay.boxes}
+    layer, attention = boxes["model.layers.0"], boxes["model.layers.0.self_attn"]
+    assert (layer["depth"], attention["depth"]) == (0, 1)
+    assert layer["y0"] < attention["y0"] and attention["y1"] < layer["y1"]
+    assert layer["x0"] < attention["x0"] and attention["x1"] < layer["x1"]
+    in_attention = {k for k, pos in lay.pos.items() if _inside(attention, pos)}
+    assert len(in_attention) > 1
+    assert all(
+        str(view.nodes[k]["attribution"]["module"]).startswith("model.layers.0.self_attn")
+        for k in in_attention
+    )
+    fig = figure.build_figure(view, lay)
+    assert "self_attn" in [a.text for a in fig.layout.annotations]
+
+
+def test_a_module_whose_nodes_interleave_with_anothers_gets_no_box() -> None:
+    """Two modules of one layer taking turns in a chain: a box around either would hold the
+    other's nodes, so neither gets one; the layer does."""
+    import networkx as nx
+
+    G = nx.DiGraph()
+    modules = ["m.layers.0.a", "m.layers.0.b", "m.layers.0.a", "m.layers.0.b"]
+    for i, module in enumerate(modules):
+        G.add_node(f"n{i}", type="KERNEL", graph_id=1, local_id=i, attribution={"module": module})
+        if i:
+            G.add_edge(f"n{i - 1}", f"n{i}")
+    lay = placement.layout(G)
+    assert [b["module"] for b in lay.boxes] == ["m.layers.0"]
