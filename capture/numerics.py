@@ -52,6 +52,23 @@ from .sites import Frames
 BUDGET_SHARE = 0.25
 #: Outputs compared after the first difference, to say how far it spreads (ops).
 SPREAD_LIMIT = 100_000
+#: Ops whose outputs hold whatever the memory held: a graph's differ from eager's by where
+#: the allocator put them, not by what either computed. Not compared.
+UNDEFINED = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_like",
+        "aten::empty_strided",
+        "aten::new_empty",
+        "aten::new_empty_strided",
+        "aten::resize_",
+        "aten::set_",
+    }
+)
+#: Outputs, by the name the op's schema gives them, that are no result: the RNG's seed and
+#: offset (a graph keeps them as device tensors that each replay advances, eager as plain
+#: values) and a mask only a debug run fills (``_scaled_dot_product_*_attention``).
+BOOKKEEPING = frozenset({"philox_seed", "philox_offset", "rng_state", "debug_attn_mask"})
 
 
 @dataclass
@@ -118,15 +135,19 @@ class OpTape:
         tensor = self.torch.Tensor
         size = 0
         keep = self.window is not None and self.window[0] <= index < self.window[1]
+        keep = keep and func._schema.name not in UNDEFINED
         where: tuple[str | None, str | None] | None = None
         for j, value in enumerate(outputs):
             if not isinstance(value, tensor) or value.device.type != self.device:
                 continue
             if not value.numel():
                 continue
-            info = returns[min(j, len(returns) - 1)].alias_info if returns else None
+            described = returns[min(j, len(returns) - 1)] if returns else None
+            info = described.alias_info if described is not None else None
             if info is not None and not info.is_write:
                 continue  # a view: its input's values
+            if described is not None and described.name in BOOKKEEPING:
+                continue
             size += value.numel() * value.element_size()
             if keep:
                 if where is None:
@@ -147,23 +168,40 @@ class OpTape:
             yield self
 
 
-def capture_counter(torch: Any) -> Callable[[], int | None]:
-    """Nodes in the graph the current stream is capturing into, or None."""
-    rt = runtime()
+class CaptureCounter:
+    """Nodes in the graph the current stream is capturing into, or None; ``problem`` says
+    why, the first time it could not tell."""
 
-    def count() -> int | None:
+    def __init__(self, torch: Any) -> None:
+        self.torch = torch
+        self.rt = runtime()
+        self.problem: str | None = None
+
+    def _failed(self, why: str) -> None:
+        if self.problem is None:
+            self.problem = why
+
+    def __call__(self) -> int | None:
+        rt = self.rt
         try:
-            stream = torch.cuda.current_stream().cuda_stream
+            stream = self.torch.cuda.current_stream().cuda_stream
             info = rt.cudaStreamGetCaptureInfo(stream)
             if int(info[0]) != 0 or len(info) < 4:
+                self._failed(f"cudaStreamGetCaptureInfo answered {info[0]!r}")
                 return None
-            graph = info[3]
-            got = rt.cudaGraphGetNodes(graph, 0)
-            return int(got[-1]) if int(got[0]) == 0 else None
-        except Exception:
+            got = rt.cudaGraphGetNodes(info[3], 0)
+            if int(got[0]) != 0:
+                self._failed(f"cudaGraphGetNodes answered {got[0]!r}")
+                return None
+            return int(got[-1])
+        except Exception as exc:  # a binding of another signature: said once, never raised
+            self._failed(f"{type(exc).__name__}: {exc}")
             return None
 
-    return count
+
+def capture_counter(torch: Any) -> CaptureCounter:
+    """Nodes in the graph the current stream is capturing into (``CaptureCounter``)."""
+    return CaptureCounter(torch)
 
 
 def _difference(torch: Any, graph: Any, eager: Any) -> Difference | None:
@@ -315,6 +353,11 @@ def _compare(
         if first_run:
             section["outputs"] = _finals(torch, run.finals, section)
             section["nodes_per_op_known"] = all(c is not None for c in run.graph.nodes)
+            counter = run.graph.count_nodes
+            if not section["nodes_per_op_known"] and isinstance(counter, CaptureCounter):
+                section["notes"].append(
+                    f"each op's nodes in the graph are not known: {counter.problem}"
+                )
             first_run = False
         found = _first(torch, run, G, section)
         del run
@@ -340,7 +383,9 @@ def _run(
     graph = torch.cuda.CUDAGraph()
     generators = [g.clone_state() for g in torch.cuda.default_generators]
     try:
-        with torch.no_grad(), tape_graph.active(), torch.cuda.graph(graph):
+        # The tape inside the capture: torch.cuda.graph's own entry and exit run aten ops
+        # the eager step does not, which put the two tapes out of step.
+        with torch.no_grad(), torch.cuda.graph(graph), tape_graph.active():
             step.run()
     except Exception as exc:
         for g, saved in zip(torch.cuda.default_generators, generators, strict=True):
@@ -401,6 +446,14 @@ def _first(torch: Any, run: _Run, G: nx.DiGraph, section: dict[str, Any]) -> boo
                 pairs.update({i1 + k: j1 + k for k in range(i2 - i1)})
     eager = {(k.index, k.output): k for k in run.eager.kept}
     nodes = _nodes_of(G, run.graph.nodes)
+    counted = [c for c in run.graph.nodes if c is not None]
+    if nodes is None and len(counted) == len(run.graph.nodes):
+        note = (
+            f"the ops' captures made {sum(counted):,} nodes and the graph has "
+            f"{G.number_of_nodes():,}: no op's nodes are named"
+        )
+        if note not in section["notes"]:
+            section["notes"].append(note)
     found = False
     for kept in run.graph.kept:
         other = eager.get((pairs.get(kept.index, -1), kept.output))
@@ -437,7 +490,8 @@ def _first(torch: Any, run: _Run, G: nx.DiGraph, section: dict[str, Any]) -> boo
 def captured_later(
     torch: Any, step: Any, state: Any, read: Callable[[int], nx.DiGraph]
 ) -> nx.DiGraph:
-    """The step captured one step after the first capture, read by ``read(handle)``."""
+    """The step captured one step after the first capture, read by ``read(handle)``.
+    Called twice, it gives two captures of the same step (``frozen_values``' ``again``)."""
     state.restore()
     with torch.no_grad():
         step.run()

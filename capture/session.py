@@ -406,7 +406,8 @@ def _compare_with_eager(
 
     try:
         later = values.captured_later(torch, step, state, read)
-        report = frozen_values(G, later)
+        again = values.captured_later(torch, step, state, read)  # which words are unsteady
+        report = frozen_values(G, later, again)
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:
             if row.kind == "pointer":

@@ -795,13 +795,16 @@ RECORDING_CAPTURE_FAILURE = Record(
     required=("at_s",),
 )
 
+#: A difference between two tensors' values: any finite float (a value read from memory
+#: nothing wrote can be 1e38 or more), null where it is not finite.
+_GAP = Maybe(Num(-sys.float_info.max, sys.float_info.max))
 #: How a tensor of the graph's differs from eager's (``analysis.numerics.Difference``).
 DIFFERENCE = Record(
     {
         "dtype": TEXT,
         "shape": _SHAPE,
-        "max_abs": _OPTIONAL_NUMBER,  # null: not finite, or the shapes differ
-        "max_rel": _OPTIONAL_NUMBER,
+        "max_abs": _GAP,  # null: not finite, or the shapes differ
+        "max_rel": _GAP,
         "count": COUNT,
         "first_index": _SHAPE,
         "graph_value": TEXT,
@@ -881,6 +884,7 @@ FROZEN = Record(
             )
         ),
         "unpaired": _OPTIONAL_TEXT,
+        "unsteady": COUNT,
         "error": _OPTIONAL_TEXT,
     }
 )

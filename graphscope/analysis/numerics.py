@@ -115,6 +115,9 @@ class FrozenReport:
     compared: int  # kernel node pairs whose arguments were compared
     frozen: list[Frozen] = field(default_factory=list)
     unpaired: str | None = None  # why nodes could not be paired, where they could not
+    # words left out: they differ between two captures of the same step (memory an argument
+    # holds that nothing wrote, such as the unused slots of a kernel's offset tables)
+    unsteady: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -129,9 +132,13 @@ def _site(data: dict[str, Any]) -> str | None:
     return f"{file}:{origin.get('line')}{function}"
 
 
-def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
+def frozen_values(
+    G: nx.DiGraph, later: nx.DiGraph, again: nx.DiGraph | None = None
+) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
-    captured one step later (nodes paired in creation order, graph by graph)."""
+    captured one step later (nodes paired in creation order, graph by graph). ``again``, the
+    later step captured a second time, tells which words are unsteady: those that differ
+    between two captures of one step hold memory nothing wrote, and are left out."""
     graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
     shape = [len(v) for _, v in sorted(graphs.items())]
     shape_later = [len(v) for _, v in sorted(graphs_later.items())]
@@ -142,9 +149,15 @@ def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
             f"{len(shape_later)} graph(s) against {sum(shape):,} in {len(shape)}: the step "
             "launches other work from one step to the next, so no argument was compared",
         )
+    graphs_again = nodes_by_graph(again) if again is not None else None
+    if graphs_again is not None and [len(v) for _, v in sorted(graphs_again.items())] != shape:
+        graphs_again = None  # another shape again: no word can be called unsteady
     report = FrozenReport(0)
-    for gid, gid_later in zip(sorted(graphs), sorted(graphs_later), strict=True):
-        for key, key_later in zip(graphs[gid], graphs_later[gid_later], strict=True):
+    for n, (gid, gid_later) in enumerate(zip(sorted(graphs), sorted(graphs_later), strict=True)):
+        keys_again = sorted(graphs_again.items())[n][1] if graphs_again is not None else None
+        for i, (key, key_later) in enumerate(
+            zip(graphs[gid], graphs_later[gid_later], strict=True)
+        ):
             a, b = G.nodes[key], later.nodes[key_later]
             if a.get("type") != "KERNEL" or a.get("name") != b.get("name"):
                 continue
@@ -154,7 +167,15 @@ def frozen_values(G: nx.DiGraph, later: nx.DiGraph) -> FrozenReport:
             report.compared += 1
             if args_a == args_b or len(args_a) != len(args_b):
                 continue
-            report.frozen += _differences(key, a, b)
+            unsteady: set[tuple[int, int]] = set()
+            if keys_again is not None and again is not None:
+                c = again.nodes[keys_again[i]]
+                if c.get("name") == b.get("name"):
+                    unsteady = {(w.arg, w.offset) for w in changed_words(b, c)[0]}
+            found = _differences(key, a, b)
+            kept = [f for f in found if (f.arg, f.offset) not in unsteady]
+            report.unsteady += len(found) - len(kept)
+            report.frozen += kept
     return report
 
 
@@ -162,8 +183,16 @@ def _differences(key: str, a: dict[str, Any], b: dict[str, Any]) -> list[Frozen]
     attribution = a.get("attribution")
     origin: dict[str, Any] = attribution if isinstance(attribution, dict) else {}
     found = []
+    args = a.get("args") or []
     for w in changed_words(a, b)[0]:
         kind, buffer = "value", None
+        size = (
+            args[w.arg].get("size") if w.arg < len(args) and isinstance(args[w.arg], dict) else None
+        )
+        if size == 1 and not {w.before, w.after} <= {"00", "01"}:
+            # A one-byte argument that is no bool: an empty functor (a lambda that captures
+            # nothing, as PyTorch's elementwise kernels take), whose one byte nothing writes.
+            continue
         if w.pointer:
             # A pointer. Into the capture's own memory (its pool: each capture has its own),
             # it is no finding. To a buffer the step reads from outside (an input, a

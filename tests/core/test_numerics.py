@@ -264,3 +264,41 @@ def test_the_node_panel_says_what_the_comparison_found_at_its_node(llama: nx.DiG
     assert "argument 2 is 1088421888 (as a float 7) in the graph" in shown
     other = next(k for k in H if k != key)
     assert "Graph against eager" not in shown_text(node_panel(H, other))
+
+
+def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
+    llama: nx.DiGraph,
+) -> None:
+    """Offset tables hold slots nothing writes (on the H100, host stack addresses in unused
+    slots of an elementwise kernel's argument): they differ from capture to capture. The later
+    step captured twice tells them from a value the graph froze."""
+    key = _node_with(llama, lambda d: d["args"] and d["args"][0]["size"] == 4)
+    later, again = copy.deepcopy(llama), copy.deepcopy(llama)
+    _set_word(later.nodes[key], 0, 0, "02000000")
+    _set_word(again.nodes[key], 0, 0, "03000000")  # unsteady: another value each capture
+    report = frozen_values(llama, later, again)
+    assert report.frozen == [] and report.unsteady == 1
+    steady = copy.deepcopy(later)  # the same value in both later captures: frozen
+    report = frozen_values(llama, later, steady)
+    assert [f.node for f in report.frozen] == [key] and report.unsteady == 0
+    # A second capture of another shape says nothing about steadiness: the word stays.
+    shorter = copy.deepcopy(again)
+    shorter.remove_node(next(iter(shorter)))
+    assert [f.node for f in frozen_values(llama, later, shorter).frozen] == [key]
+
+
+def test_an_empty_functors_byte_is_no_frozen_value(llama: nx.DiGraph) -> None:
+    """PyTorch's elementwise kernels take their functor by value; a lambda that captures
+    nothing is one byte nothing writes (0x90 at one capture, 0x00 at the next on the H100).
+    A one-byte argument that reads as a bool is still compared."""
+    key = _node_with(llama, lambda d: d["args"] and d["args"][0]["size"] == 4)
+    G = copy.deepcopy(llama)
+    args = copy.deepcopy(G.nodes[key]["args"])
+    args.append({"offset": args[-1]["offset"] + args[-1]["size"], "size": 1, "value": "90"})
+    G.nodes[key]["args"] = args
+    later = copy.deepcopy(G)
+    _set_word(later.nodes[key], len(args) - 1, 0, "00")
+    assert frozen_values(G, later).frozen == []
+    _set_word(G.nodes[key], len(args) - 1, 0, "01")
+    [flag] = frozen_values(G, later).frozen
+    assert (flag.arg, flag.captured, flag.later) == (len(args) - 1, "01", "00")
