@@ -157,11 +157,35 @@ def test_a_loop_outgrowing_its_largest_graph_fails_on_the_stop_the_probes_saw_ru
     code, out, _ = _run([str(RECORDINGS / "outgrow")], capsys)
     assert code == 1
     (stopped,) = [x for x in out if ": graphs-stopped: " in x]
-    assert "graphs were launched 16,541 times until 4 s, then none in the last 6 s" in stopped
-    assert "The program ran on eagerly: 6,745 kernels outside graphs in 251 ms" in stopped
-    assert stopped.endswith("its largest graph is for batch 4: a larger batch runs eagerly")
+    assert "graphs were launched 16,179 times until 4 s, then none in the last 6 s" in stopped
+    assert "The program ran on eagerly: 7,929 kernels outside graphs in 281 ms" in stopped
+    # The batches of the eager steps, sampled off the program's stack, and the graph that
+    # would serve them: no guess at its memory.
+    assert "eager steps' batches on the program's stack (samples): 5 (1), 6 (7), 7 (3), 8 (7)" in (
+        stopped
+    )
+    assert "all larger than its largest graph, batch 4" in stopped
+    assert "A graph for batch 8 would serve every sampled eager step" in stopped
+    assert "its memory is known once captured" in stopped
     (rec,) = [r for r in load_recordings(RECORDINGS / "outgrow") if r.graphs]
     assert sorted(g["batch"] for g in rec.graphs) == [1, 2, 4]
+
+
+def test_a_freed_input_block_under_a_live_graph_is_a_stale_pointer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/freed-input: the program made its token buffer anew where it should
+    have copied into it, and the old block went back to torch's allocator while the graph went
+    on reading it (freed_input.py, recorded on an H100)."""
+    code, out, _ = _run([str(RECORDINGS / "freed-input")], capsys)
+    assert code == 1
+    (stale,) = [x for x in out if ": stale-pointer: " in x]
+    assert "g2 points into block 0x7f5dcffe2a00 (512 bytes)" in stale
+    assert "it was freed" in stale and "nodes graph_1_node_2" in stale
+    assert "the graph was replayed 17,900 times after, reading the old memory" in stale
+    (rec,) = [r for r in load_recordings(RECORDINGS / "freed-input") if r.graphs]
+    (entry,) = rec.stale_pointers
+    assert entry["graph"] == rec.graphs[0]["id"] and entry["replays_since"] == 17_900
 
 
 def test_compile_rerecord_names_the_moved_weight_and_the_mutating_line_and_no_stop(
