@@ -485,7 +485,6 @@ def build_figure(
     selection.update(x=x, y=y, customdata=None)  # moved by a patch on each selection
     traces.append(selection)
     fig = go.Figure(traces)
-    width = max((x for x, _ in lay.pos.values()), default=0.0)
     lines = len({y for _, y in lay.pos.values()})
     height = (
         max(360, min(760, 36 * (lines + 1)))
@@ -527,12 +526,7 @@ def build_figure(
             minimap=mapped,
             side="right" if lay.vertical else "alternate",
         ),
-        # Room on the left for the row labels, which the axis range would otherwise clip,
-        # and in a column on the right for the node labels beside it.
-        xaxis={
-            "visible": False,
-            "range": [-max(3.0, 0.28 * (width + 1)), width + (4 if lay.vertical else 1)],
-        },
+        xaxis={"visible": False, "range": list(x_range(lay))},
         yaxis=yaxis,
         height=height,
     )
@@ -575,6 +569,10 @@ def density(lay: Layout) -> Density:
     xs = [x for x, _ in lay.pos.values()]
     ys = [y for _, y in lay.pos.values()]
     x0, x1, y0, y1 = min(xs) - 0.5, max(xs) + 0.5, min(ys) - 0.5, max(ys) + 0.5
+    if lay.vertical:
+        # A column of blocks: the map spans what the DAG's axis spans, labels and all, so
+        # that the column reads as a column (spread over the map's width, it was one block).
+        x0, x1 = x_range(lay)
     cols = min(MINIMAP_CELLS, max(1, math.ceil(x1 - x0)))
     rows = min(MINIMAP_CELLS, max(1, math.ceil(y1 - y0)))
     d = Density(x0, x1, y0, y1, cols, rows, {})
@@ -648,6 +646,13 @@ def minimap(lay: Layout) -> go.Figure:
         width=MINIMAP_PX[0],
     )
     return fig
+
+
+def x_range(lay: Layout) -> tuple[float, float]:
+    """The DAG's x axis: room on the left for the row labels, which the axis range would
+    otherwise clip, and in a column on the right for the node labels beside it."""
+    width = max((x for x, _ in lay.pos.values()), default=0.0)
+    return -max(3.0, 0.28 * (width + 1)), width + (4 if lay.vertical else 1)
 
 
 def row_labels(lay: Layout, height: int) -> list[dict[str, Any]]:

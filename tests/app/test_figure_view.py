@@ -232,3 +232,18 @@ def test_a_module_whose_nodes_interleave_with_anothers_gets_no_box() -> None:
             G.add_edge(f"n{i - 1}", f"n{i}")
     lay = placement.layout(G)
     assert [b["module"] for b in lay.boxes] == ["m.layers.0"]
+
+
+def test_a_column_of_blocks_maps_as_a_column() -> None:
+    """The overview (one column of blocks): the minimap spans the DAG's own x axis, so its
+    cells with nodes are one column of the map, not the map's whole width (a solid block)."""
+    G = graphscope.load(DEEP)
+    levels = groups.group_levels(G)
+    view = groups.collapsed(G, levels, set(groups.overview(levels)) | {"model.layers.0.self_attn"})
+    lay = placement.layout(view)
+    assert lay.vertical
+    d = figure.density(lay)
+    assert (d.x0, d.x1) == figure.x_range(lay)
+    assert d.cols > 3 and len({col for col, _ in d.counts}) == 1
+    fig = figure.build_figure(view, lay)
+    assert tuple(fig.layout.xaxis.range) == figure.x_range(lay)
