@@ -754,7 +754,20 @@ RECORDING_COVERAGE = Record(
     required=("bin_s", "bins"),
 )
 #: Where torch says it ran a function without CUDA graphs.
-RECORDING_FALLBACKS = Record({"inductor_cudagraph_skips": COUNT, "reasons": TEXTS})
+#: A function torch.compile runs without CUDA graphs: its calls, and the GPU time of those timed.
+RECORDING_SKIPPED = Record(
+    {
+        "reason": TEXT,  # as in ``reasons``
+        "calls": COUNT,
+        "timed": COUNT,
+        "gpu_us_median": Maybe(US),  # the span of a timed call on the GPU
+        "gpu_ms_est": Maybe(US),  # all calls, each at the timed median
+    },
+    ("reason", "calls"),
+)
+RECORDING_FALLBACKS = Record(
+    {"inductor_cudagraph_skips": COUNT, "reasons": TEXTS, "skipped": ListOf(RECORDING_SKIPPED)}
+)
 #: What torch's allocator held in all (every pool and the rest) at the recorder's last read.
 RECORDING_MEMORY = Record(
     {"reserved_bytes": COUNT, "active_bytes": _OPTIONAL_COUNT, "at_s": _OPTIONAL_NUMBER}

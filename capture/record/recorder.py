@@ -166,7 +166,7 @@ class Recorder(State):
         write_index(
             self,
             self.launches.summary(lives),
-            self.skips.fallbacks(),
+            self.skips.fallbacks(final=ended),
             self.failures.as_list(),
             stale,
             self.coverage.as_dict(),

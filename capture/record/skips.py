@@ -1,15 +1,27 @@
 """The fallback observer: what Inductor and torch say when a function runs without CUDA graphs.
 
 They say it to artifact loggers, silent unless enabled; a handler of ours still hears them.
+
+What a skip costs: Inductor logs a skip at compile time, from ``cudagraph_post_compile``, which
+holds the compiled graph it decided for. The handler wraps that graph's ``current_callable``
+(what every later call of the compiled function runs) in a :class:`SkippedCalls`, which counts
+the calls and times some of them on the GPU with a pair of CUDA events around the call, read
+back later by the recorder's thread without a sync. A skip torch logs elsewhere (at run time,
+from CUDA graph trees) has no compiled graph at hand: its calls are not counted, and the
+recording says so rather than guess.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import logging
 import re
+import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +33,15 @@ _SKIP_LOGGERS = (
 )
 REASONS_KEPT = 50
 REASON_CHARS = 300
+#: The calls of a skipped function timed on the GPU: every one of the first TIMED_FIRST after
+#: its first (which may compile or autotune), then one each TIMED_EVERY_S. Two event records
+#: cost a call about 10 us of CPU.
+TIMED_FIRST = 32
+TIMED_EVERY_S = 1.0
+_PENDING_KEPT = 256  # event pairs not yet read back; past that a call goes untimed
+# The frames that log a compile-time skip while holding the graph they decided for.
+_DECIDERS = ("cudagraph_post_compile", "cudagraph_partition_post_compile")
+_OURS = "_graphscope_skipped"  # marks a callable wrapped here: a graph is wrapped once
 
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
@@ -125,13 +146,101 @@ def torch_rerecord_reason(frame: Any, inputs: list[Any] | None = None) -> str | 
     return None
 
 
-class SkipListener(logging.Handler):
-    """Keeps each distinct reason once (:func:`reason_text`), the first ``REASONS_KEPT``."""
+class SkippedCalls:
+    """A compiled function's calls after torch decided to run it without CUDA graphs: how many,
+    and the GPU time of some, each from an event recorded on the current stream before the
+    call to one after it (the span on the GPU, idle gaps between its kernels included)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reason: str, event: Callable[[], Any]) -> None:
+        self.reason = reason
+        self._event = event  # makes a timing CUDA event
+        self.calls = 0
+        self.untimed = 0  # calls picked to time whose events could not be read back
+        self.gpu_us: list[float] = []
+        self._pending: collections.deque[tuple[Any, Any]] = collections.deque()
+        self._timed_ns = 0  # when a call was last picked to time
+
+    def wrap(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``fn`` counted and sometimes timed; its attributes (``_boxed_call``) kept."""
+
+        @functools.wraps(fn)
+        def call(inputs: Any) -> Any:
+            pair = self._begin()
+            out = fn(inputs)
+            if pair is not None:
+                with contextlib.suppress(Exception):
+                    pair[1].record()
+                    self._pending.append(pair)
+            return out
+
+        return call
+
+    def _begin(self) -> tuple[Any, Any] | None:
+        """Count the call; record a start event where it is one to time."""
+        self.calls += 1
+        if self.calls == 1 or len(self._pending) >= _PENDING_KEPT:
+            return None
+        now = time.perf_counter_ns()
+        if self.calls > TIMED_FIRST + 1 and now - self._timed_ns < TIMED_EVERY_S * 1e9:
+            return None
+        try:
+            start, end = self._event(), self._event()
+            start.record()
+        except Exception:
+            return None
+        self._timed_ns = now
+        return start, end
+
+    def settle(self, final: bool = False) -> None:
+        """Read back the event pairs whose work is done, in order; at the end the rest count
+        as untimed. On the recorder's thread: ``query`` never waits."""
+        while self._pending:
+            start, end = self._pending[0]
+            try:
+                done = bool(end.query())
+                if done:
+                    self.gpu_us.append(float(start.elapsed_time(end)) * 1e3)
+            except Exception:
+                done, final = True, True  # an event that cannot be read is not retried
+                self.untimed += 1
+            if not done and not final:
+                return
+            if not done:
+                self.untimed += 1
+            self._pending.popleft()
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"reason": self.reason, "calls": self.calls}
+        out["timed"] = len(self.gpu_us)
+        if self.gpu_us:
+            median = statistics.median(self.gpu_us)
+            out["gpu_us_median"] = round(median, 2)
+            # the calls not timed are taken at the timed ones' median
+            out["gpu_ms_est"] = round(median * self.calls / 1e3, 3)
+        return out
+
+
+def decided_graph(frame: Any) -> Any:
+    """The compiled graph Inductor is deciding for, where ``frame`` (the logging call's) lies
+    under ``cudagraph_post_compile``; None elsewhere."""
+    while frame is not None:
+        if frame.f_code.co_name in _DECIDERS:
+            graph = frame.f_locals.get("compiled_graph")
+            return graph if callable(getattr(graph, "current_callable", None)) else None
+        frame = frame.f_back
+    return None
+
+
+class SkipListener(logging.Handler):
+    """Keeps each distinct reason once (:func:`reason_text`), the first ``REASONS_KEPT``, and
+    wraps each compiled graph it hears skipped in a :class:`SkippedCalls` (one per reason)."""
+
+    def __init__(self, event: Callable[[], Any] | None = None) -> None:
         super().__init__(logging.WARNING)
         self.reasons: list[str] = []
         self.changed = False  # a reason arrived since the index was last written
+        self._event = event
+        self.skipped: dict[str, SkippedCalls] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(Exception):
@@ -139,6 +248,23 @@ class SkipListener(logging.Handler):
             if text not in self.reasons and len(self.reasons) < REASONS_KEPT:
                 self.reasons.append(text)
                 self.changed = True
+            self._wrap(text, sys._getframe(1))
+
+    def _wrap(self, reason: str, frame: Any) -> None:
+        graph = decided_graph(frame)
+        if graph is None or getattr(graph.current_callable, _OURS, False):
+            return
+        event = self._event or _cuda_event()
+        if event is None:
+            return
+        calls = self.skipped.get(reason)
+        if calls is None:
+            if len(self.skipped) >= REASONS_KEPT:
+                return
+            calls = self.skipped[reason] = SkippedCalls(reason, event)
+        wrapped = calls.wrap(graph.current_callable)
+        setattr(wrapped, _OURS, True)
+        graph.current_callable = wrapped
 
     def start(self) -> None:
         for name in _SKIP_LOGGERS:
@@ -148,10 +274,15 @@ class SkipListener(logging.Handler):
         for name in _SKIP_LOGGERS:
             logging.getLogger(name).removeHandler(self)
 
-    def fallbacks(self) -> dict[str, Any]:
+    def fallbacks(self, final: bool = False) -> dict[str, Any]:
         """The index's ``fallbacks`` section: Inductor's skip count, where torch keeps one,
-        and the reasons heard."""
+        the reasons heard, and what the calls of each skipped function cost."""
         out: dict[str, Any] = {}
+        if self.skipped:
+            for calls in list(self.skipped.values()):
+                with contextlib.suppress(Exception):
+                    calls.settle(final)
+            out["skipped"] = [c.as_dict() for c in list(self.skipped.values())]
         utils = sys.modules.get("torch._dynamo.utils")
         counters = getattr(utils, "counters", None)
         if counters is not None:
@@ -160,3 +291,10 @@ class SkipListener(logging.Handler):
         if self.reasons:
             out["reasons"] = list(self.reasons)
         return out
+
+
+def _cuda_event() -> Callable[[], Any] | None:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    return functools.partial(torch.cuda.Event, enable_timing=True)

@@ -21,6 +21,7 @@ from .lifecycle import (
     eager_share,
     failure_text,
     site_text,
+    skip_texts,
     stale_text,
 )
 from .memory import pool_total
@@ -211,7 +212,7 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
 
     if rules.no_skips:
         skips = rec.fallbacks.get("inductor_cudagraph_skips")
-        reasons = [str(r) for r in rec.fallbacks.get("reasons") or []]
+        reasons = skip_texts(rec.fallbacks)
         if (isinstance(skips, int) and skips > 0) or reasons:
             count = skips if isinstance(skips, int) and skips > 0 else len(reasons)
             said = f": {reasons[0]}{_more(reasons)}" if reasons else " (torch said no reason)"

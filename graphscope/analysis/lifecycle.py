@@ -85,6 +85,29 @@ def stale_text(s: dict[str, Any]) -> str:
     )
 
 
+def skip_texts(fallbacks: dict[str, Any]) -> list[str]:
+    """Each reason torch.compile gave for running a function without CUDA graphs, with what its
+    calls cost on the GPU where the recorder counted them (``RECORDING_SKIPPED``)."""
+    cost = {str(s.get("reason")): s for s in fallbacks.get("skipped") or []}
+    out = []
+    for reason in [str(r) for r in fallbacks.get("reasons") or []]:
+        s = cost.get(reason)
+        if s is None:
+            out.append(reason)
+            continue
+        calls = int(s.get("calls") or 0)
+        said = f"{reason}: {calls:,} call{'s' if calls != 1 else ''} ran eagerly"
+        if s.get("gpu_us_median") is not None:
+            said += (
+                f", {s['gpu_us_median']:,.1f} us of GPU time each (median of "
+                f"{s.get('timed', 0):,} timed), about {s['gpu_ms_est']:,.2f} ms in all"
+            )
+        elif calls:
+            said += ", none timed"
+        out.append(said)
+    return out
+
+
 def _reason(g: dict[str, Any]) -> str:
     """Why a graph was recorded again, as its entry says, or as its inputs tell."""
     if g.get("rerecord_reason"):
@@ -287,7 +310,7 @@ def notes(recording: Recording) -> list[Note]:
                 "cudagraphs-skipped",
                 "warning",
                 f"torch.compile ran {skips or len(reasons)} function(s) without CUDA graphs",
-                [str(r) for r in reasons][:10],
+                skip_texts(recording.fallbacks)[:10],
             )
         )
     unused = [g["id"] for g in graphs if g["replays"] == 0 and g.get("nodes")]

@@ -465,11 +465,17 @@ def test_torch_compile_s_own_reason_for_recording_again_and_for_skipping(tmp_pat
     assert f"compile_rerecord.py:{reads} in forward" in reason, reason
     reasons = [str(r) for r in rec.fallbacks.get("reasons") or []]
     assert any("mutated inputs" in r and f"compile_rerecord.py:{mutates}" in r for r in reasons)
+    # What the skip cost: each of the 5 calls of `accumulate` ran eagerly; the first (which
+    # may autotune) is not timed, the other 4 are.
+    (skipped,) = rec.fallbacks["skipped"]
+    assert skipped["reason"] in reasons and skipped["calls"] == 5, skipped
+    assert skipped["timed"] == 4 and 0 < skipped["gpu_us_median"] < 10_000, skipped
     lines = _check_lines(out)
     rerecord = next(x for x in lines if x.startswith(f"{out}: rerecord: "))
     assert "static input data pointer changed" in rerecord and f":{reads} in forward" in rerecord
     skips = next(x for x in lines if x.startswith(f"{out}: skips: "))
     assert f"compile_rerecord.py:{mutates}" in skips, skips
+    assert "5 calls ran eagerly" in skips and "us of GPU time each (median of 4 timed)" in skips
     # After its graphs the program compiles `accumulate` (CPU work) and runs it a few times:
     # no fallback to eager, whatever the launch counts alone would suggest.
     assert not [x for x in lines if x.startswith(f"{out}: graphs-stopped: ")], lines

@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType, SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from graphscope.capture import sites
@@ -429,6 +429,88 @@ def test_a_skip_message_keeps_the_line_torch_says_caused_it() -> None:
     assert reason_text("skipping cudagraphs due to cpu device (arange)") == (
         "skipping cudagraphs due to cpu device (arange)"
     )
+
+
+class _Event:
+    """A CUDA event's stand-in: done when the test says, 25 us after its start."""
+
+    made: ClassVar[list[_Event]] = []
+
+    def __init__(self) -> None:
+        self.done = False
+        self.recorded = False
+        _Event.made.append(self)
+
+    def record(self) -> None:
+        self.recorded = True
+
+    def query(self) -> bool:
+        return self.done
+
+    def elapsed_time(self, end: _Event) -> float:
+        assert self.recorded and end.recorded
+        return 0.025  # milliseconds, as torch's
+
+
+def cudagraph_post_compile(compiled_graph: Any, message: str) -> None:
+    """Where Inductor logs a skip, holding the graph it decided for (output_code.py)."""
+    import logging
+
+    logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs").warning(message)
+
+
+def test_a_skipped_function_s_calls_are_counted_and_timed_where_torch_decided() -> None:
+    """Issue 26: for each skip, the eager GPU time it cost. The compiled graph Inductor logs a
+    skip for is wrapped; its calls are counted and timed by events read back without a wait."""
+    from graphscope.capture.record import skips
+
+    _Event.made = []
+    listener = skips.SkipListener(event=_Event)
+    listener.start()
+    graph = SimpleNamespace(current_callable=lambda inputs: sum(inputs))
+    graph.current_callable._boxed_call = True
+    message = "skipping cudagraphs due to mutated inputs (1 instances)"
+    try:
+        cudagraph_post_compile(graph, message)
+        cudagraph_post_compile(graph, message)  # heard twice (a cache hit): wrapped once
+    finally:
+        listener.stop()
+    assert graph.current_callable._boxed_call  # torch's calling convention, kept
+    assert [graph.current_callable([1, 2, 3]) for _ in range(5)] == [6] * 5
+    assert len(_Event.made) == 8  # the first call (compiling, autotuning) is not timed
+    (entry,) = listener.fallbacks()["skipped"]
+    assert entry == {"reason": message, "calls": 5, "timed": 0}  # none done on the GPU yet
+    for event in _Event.made[:4]:
+        event.done = True
+    (entry,) = listener.fallbacks()["skipped"]
+    assert entry["timed"] == 2 and entry["gpu_us_median"] == 25.0
+    assert entry["gpu_ms_est"] == 0.125  # 5 calls at the median
+    (entry,) = listener.fallbacks(final=True)["skipped"]  # the end: the rest never came back
+    assert entry["timed"] == 2 and entry["calls"] == 5
+    # A skip heard from anywhere else (CUDA graph trees, at run time) is only a reason.
+    other = skips.SkipListener(event=_Event)
+    other.start()
+    try:
+        import logging
+
+        logging.getLogger("torch._inductor.cudagraph_trees.__cudagraphs").warning("skipping x")
+    finally:
+        other.stop()
+    assert other.fallbacks() == {"reasons": ["skipping x"]}
+
+
+def test_a_skipped_function_that_raises_still_raises_and_is_counted() -> None:
+    from graphscope.capture.record.skips import SkippedCalls
+
+    def broken(inputs: Any) -> Any:
+        raise ValueError("the user's own error")
+
+    calls = SkippedCalls("why", _Event)
+    wrapped = calls.wrap(broken)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="the user's own error"):
+            wrapped([])
+    assert calls.calls == 2 and calls.as_dict()["timed"] == 0
 
 
 # What torch's log_data_ptr_mismatch returns (torch/_inductor/cudagraph_utils.py, 2.11).

@@ -110,6 +110,32 @@ def test_planted_faults_each_break_their_rule(
         f"{skipped}: skips: pid 1355 (gpt_fast_driver.py): torch.compile ran 2 function(s) "
         "without CUDA graphs: skipping cudagraphs due to mutated inputs (1 instances)"
     ]
+    # With what the recorder counted and timed of the skipped function's calls.
+    mutated = "skipping cudagraphs due to mutated inputs (1 instances): m.py:9 in f: t.add_(x)"
+    counted = _planted(
+        tmp_path / "counted",
+        "gpt-fast",
+        {
+            "fallbacks": {
+                "inductor_cudagraph_skips": 1,
+                "reasons": [mutated],
+                "skipped": [
+                    {
+                        "reason": mutated,
+                        "calls": 1200,
+                        "timed": 40,
+                        "gpu_us_median": 31.25,
+                        "gpu_ms_est": 37.5,
+                    }
+                ],
+            }
+        },
+    )
+    code, out, _ = _run([str(counted)], capsys)
+    assert code == 1 and out[0].endswith(
+        f"{mutated}: 1,200 calls ran eagerly, 31.2 us of GPU time each (median of 40 timed), "
+        "about 37.50 ms in all"
+    ), out
 
     eager = _planted(
         tmp_path, "spawn-worker", {"sampling.eager_kernel_us": 9e6, "sampling.graph_kernel_us": 1e6}
