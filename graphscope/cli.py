@@ -911,7 +911,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Join a torch.profiler Chrome trace (export_chrome_trace, .json or "
         ".json.gz) of one eager step to a bundle's nodes and write a bundle whose eager "
         "side (trace, summary, parity, per-node eager timing) comes from it. A trace whose "
-        "GPU ops do not join the graph's (fewer than 90%% of them join with the same launch "
+        "GPU ops do not join the graph's (fewer than 90% of them join with the same launch "
         "configuration: a trace of another model or batch size) is refused and nothing is "
         "written, unless --force is given.",
     )

@@ -26,7 +26,7 @@ def us(value: float | None) -> str:
 
 
 def mib(value: float | None) -> str:
-    return "-" if value is None else f"{value / 2**20:.1f} MiB"
+    return "-" if value is None else f"{value / 2**20:,.1f} MiB"
 
 
 def step_rows(r: StepReport) -> list[list[str]]:
@@ -118,7 +118,7 @@ def render_report(path: str, r: StepReport, w: Write) -> None:
         for row in [x for x in g["rows"] if x["delta_us"] > 0][:5]:
             module = f"  {row['module']}" if row.get("module") else ""
             w(
-                f"    {row['delta_us']:+9.2f} us  {row['ratio']:5.2f}x  {row['node']:<18} "
+                f"    {row['delta_us']:+9,.2f} us  {row['ratio']:5.2f}x  {row['node']:<18} "
                 f"{row['name']}{module}\n"
             )
     if r.module_totals:
@@ -148,7 +148,8 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
     if d.replay_a_us is not None and d.replay_b_us is not None:
         delta = d.replay_b_us - d.replay_a_us
         pct = 100 * delta / d.replay_a_us if d.replay_a_us else 0.0
-        w(f"  replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)} ({delta:+.1f} us, {pct:+.1f}%)\n")
+        change = f"{delta:+,.1f} us, {pct:+,.1f}%"
+        w(f"  replay: {us(d.replay_a_us)} -> {us(d.replay_b_us)} ({change})\n")
     config, args_only = d.configured, d.args_only
     if config:
         w(f"  changed parameters ({len(config):,} nodes)\n")
@@ -174,7 +175,7 @@ def render_diff(a: str, b: str, d: GraphDiff, w: Write, top: int = 15) -> None:
         w("  largest timing changes (replay median)\n")
         for c in timed[:top]:
             w(
-                f"    {c.delta_us:+8.2f} us  {us(c.median_a_us):>9} -> {us(c.median_b_us):>9}  "
+                f"    {c.delta_us:+8,.2f} us  {us(c.median_a_us):>9} -> {us(c.median_b_us):>9}  "
                 f"{c.b}  {c.name}\n"
             )
     v = d.update
@@ -441,7 +442,7 @@ def render_summary(path: str, s: dict[str, Any], w: Write, top: int = 25) -> Non
     if not s["nodes"]:
         w("  an empty graph: no nodes (torch.compile's CUDA graph trees make one first)\n")
         return
-    w("  types  " + "  ".join(f"{t} {n}" for t, n in s["types"].items()) + "\n")
+    w("  types  " + "  ".join(f"{t} {n:,}" for t, n in s["types"].items()) + "\n")
     nested = [g for g in s["graphs"] if g["parent"] is not None]
     if nested:
         w(f"  nested graphs ({len(nested)}):\n")

@@ -80,11 +80,9 @@ def has_timing(G: nx.DiGraph) -> bool:
 
 def _hover(key: str, data: dict[str, Any]) -> str:
     if data.get("type") == GROUP:
-        total = data.get("time_us") or 0.0
-        return (
-            escape(f"{data['group']}: {data['members']} nodes, {total:.1f} us in replay")
-            + "<br>click to expand"
-        )
+        total = data.get("time_us")
+        timed = f", {total:,.1f} us in replay" if total is not None else ""
+        return escape(f"{data['group']}: {data['members']:,} nodes{timed}") + "<br>click to expand"
     # Plotly renders hover text as its own small markup; names are escaped so that a kernel
     # name with <...> template arguments shows as text, not as tags.
     name = display_name(data) if data.get("type") == "KERNEL" else data.get("type", "?")

@@ -530,7 +530,7 @@ def node_panel(G: nx.DiGraph, key: str, groups: list[str] | None = None) -> list
         *_links(G, sorted(G.successors(key)), "followed by", "node-successors"),
     ]
     hidden = shown | _ALWAYS_SHOWN | {field for _, field, _ in addresses(data)}
-    rest = sorted((k, _shown(k, v)) for k, v in data.items() if k not in hidden)
+    rest = sorted((k, _shown(k, v)) for k, v in data.items() if k not in hidden and v is not None)
     if rest:
         out += [
             html.Details([html.Summary(f"All attributes ({len(rest)})"), _table(rest, "node-all")])

@@ -34,7 +34,7 @@ class _GroupNode(TypedDict):
     type: str  # GROUP
     group: str  # its name: a module path, a block of repeats or a run of nodes
     members: int  # the nodes folded into it
-    time_us: float  # their replay medians, summed
+    time_us: float | None  # their replay medians, summed; None where none has one
     graph_id: int
     local_id: int  # the lowest of its members': where it sits in creation order
     attribution: dict[str, str]  # {"module": group}, as a node's attribution names it
@@ -190,10 +190,10 @@ def overview(levels: dict[str, list[str]], budget: int = OVERVIEW_NODES) -> set[
     return opened
 
 
-def _time(data: dict[str, Any]) -> float:
+def _time(data: dict[str, Any]) -> float | None:
     replay = data.get("replay")
     median = replay.get("median_us") if isinstance(replay, dict) else None
-    return float(median) if isinstance(median, (int, float)) else 0.0
+    return float(median) if isinstance(median, (int, float)) else None
 
 
 def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]) -> nx.DiGraph:
@@ -220,13 +220,15 @@ def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]) -
                 "type": GROUP,
                 "group": rep[len("group:") :],
                 "members": 0,
-                "time_us": 0.0,
+                "time_us": None,
                 "graph_id": data.get("graph_id", 0),
                 "local_id": data.get("local_id", 0),
                 "attribution": {"module": rep[len("group:") :]},
             }
         entry["members"] += 1
-        entry["time_us"] += _time(data)
+        time = _time(data)
+        if time is not None:  # a file without timing (a DOT dump) gives its groups none
+            entry["time_us"] = (entry["time_us"] or 0.0) + time
         replay = data.get("replay")
         if isinstance(replay, dict) and isinstance(replay.get("start_us"), (int, float)):
             start = float(replay["start_us"])

@@ -351,6 +351,26 @@ def test_a_layer_of_kernels_repeated_within_it_still_folds_by_its_period() -> No
 
 
 @pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
+def test_a_fold_says_its_replay_time_only_where_the_file_has_timing(name: str) -> None:
+    # Issue 27: a DOT dump's folded squares said "0.0 us in replay", on a file with no timing.
+    from graphscope.app.render.figure import _hover
+
+    from graphscope.analysis.folding import collapsed, group_levels, overview
+
+    G = graphscope.load(DEEP.parent / name)
+    levels = group_levels(G)
+    shown = collapsed(G, levels, overview(levels))
+    folds = {k: d for k, d in shown.nodes(data=True) if d["type"] == "GROUP"}
+    assert folds
+    for key, data in folds.items():
+        said = _hover(key, data)
+        if name.endswith(".dot"):
+            assert data["time_us"] is None and "us in replay" not in said, said
+        else:
+            assert data["time_us"] > 0 and f"{data['time_us']:,.1f} us in replay" in said
+
+
+@pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
 def test_a_large_graph_opens_to_one_layer_and_a_fold_of_the_rest(name: str) -> None:
     from graphscope.app.render.figure import node_label
 

@@ -377,3 +377,33 @@ def test_graph_against_eager_node_by_node_sorts_the_losses_first() -> None:
     assert node_times(graphscope.load(BUNDLES / "tiny-llama-b1.dot")) is None
     recorded = BUNDLES.parent / "recordings" / "gpt-fast" / "pid1355" / "g5.json.gz"
     assert node_times(graphscope.load(recorded)) is None
+
+
+def test_a_launch_call_slower_than_the_replay_is_a_cpu_bound_finding(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 27: a 10,780-node graph's launch call took more CPU than its replay kept the GPU
+    busy, and no finding said so."""
+    from graphscope.analysis.findings import launch_figures
+    from graphscope.analysis.timing import step_timing
+    from graphscope.cli import main
+
+    large = BUNDLES.parent / "large" / "hf-deep-llama-b1.json.gz"
+    for path, bound in ((BUNDLES / "tiny-gpt-b1.json.gz", False), (large, True)):
+        G = graphscope.load(path)
+        launch, _ = launch_figures(G)
+        busy = step_timing(G).timing.gpu_busy_us
+        assert launch is not None and busy and (launch > busy) is bound
+        found = [f for f in findings(G) if f.code == "cpu-bound-launch"]
+        assert len(found) == int(bound)
+        if bound:
+            assert f"takes {launch:,.1f} us of CPU, {launch - busy:,.1f} us" in found[0].title
+            assert found[0].cost_us == pytest.approx(launch - busy)
+    # The report sums each repeated module over its instances, on the terminal too.
+    assert main(["report", str(large)]) == 0
+    out = capsys.readouterr().out
+    modules = [(d.get("attribution") or {}).get("module") or "" for _, d in G.nodes(data=True)]
+    layers = {m.split(".")[2] for m in modules if m.startswith("model.layers.")}
+    assert "repeated modules, summed over their instances" in out
+    line = next(x for x in out.splitlines() if "  model.layers.*  (" in x)
+    assert f"({len(layers)} of them," in line, line

@@ -23,6 +23,16 @@ def test_inspect_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert "graphscope_fill2d" in out and "4x16x1" in out and "16x4x1" in out
 
 
+def test_large_figures_have_thousands_separators(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 27: `inspect` printed "types  KERNEL 10779" and `diff` "+21029.5 us".
+    large = DOT.parent / "large" / "hf-deep-llama-b1.json.gz"
+    assert main(["inspect", str(large)]) == 0
+    assert "types  KERNEL 10,779  MEMCPY 1" in capsys.readouterr().out
+    main(["diff", str(DOT.parent / "bundles" / "tiny-llama-b1.json.gz"), str(large)])
+    out = capsys.readouterr().out
+    assert "replay: 394.7 us -> 21.42 ms (+21,029.5 us, +5,327.4%)" in out, out
+
+
 def test_inspect_says_how_many_labels_name_a_module_and_an_op(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

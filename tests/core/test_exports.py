@@ -233,6 +233,23 @@ def test_a_real_profiler_trace_joins_every_op() -> None:
     assert all("launch_api" in H.nodes[k]["eager"] for k in H)
 
 
+def test_a_trace_of_another_model_is_refused_unless_forced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27: tiny-llama's trace joined 43 of tiny-gpt's 212 ops, "they differ", and the
+    bundle was written with exit 0. Now nothing is written unless --force."""
+    trace = Path(__file__).resolve().parents[2] / "samples" / "traces"
+    args = [str(BUNDLES / "tiny-gpt-b1.json.gz"), str(trace / "tiny-llama-b1.torch-trace.json.gz")]
+    out = tmp_path / "joined.json.gz"
+    assert main(["import-trace", *args, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "under the 90% needed" in err and "Nothing written; --force writes" in err, err
+    assert not out.exists() and not list(tmp_path.iterdir())
+    assert main(["import-trace", *args, "-o", str(out), "--force"]) == 0
+    assert "they differ" in capsys.readouterr().out
+    assert graphscope.load(out).graph["eager_source"]["format"] == "torch-profiler"
+
+
 def test_a_trace_without_gpu_work_or_of_another_kind_is_refused(tmp_path: Path) -> None:
     G = graphscope.load(BUNDLES / "tiny-gpt-b1.json.gz")
     cpu_only = tmp_path / "cpu.json"
