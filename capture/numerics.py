@@ -24,6 +24,7 @@ failure becomes the section's ``error``, and the capture goes on.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import difflib
 import math
 import sys
@@ -35,10 +36,10 @@ from typing import Any
 
 import networkx as nx
 
-from graphscope.analysis.numerics import Difference, tolerance
+from graphscope.analysis.numerics import Difference, Frozen, tolerance
 from graphscope.errors import CaptureError
 
-from ._cuda import runtime
+from ._cuda import check, runtime
 from .attribution import (
     dispatch_mode,
     generated_code_dirs,
@@ -511,3 +512,44 @@ def captured_later(
     finally:
         del graph
         state.restore()
+
+
+#: Bytes of a moved pointer's old buffer compared before and after one more eager step.
+PEEK_BYTES = 1 << 16
+
+
+def mark_unwritten(torch: Any, step: Any, state: Any, rows: list[Frozen], blocks: Any) -> None:
+    """Set ``written`` on each moved pointer whose old memory is still allocated: whether one
+    more eager step changes its bytes (up to ``PEEK_BYTES`` from where it points, within its
+    allocator block). False: nothing the step does writes the buffer the graph reads, so every
+    replay reads what it held at capture."""
+    spans: list[tuple[Frozen, int, int]] = []
+    for row in rows:
+        block = blocks.find(row.captured_int) if row.kind == "pointer" else None
+        if block is None or not block.active:
+            continue
+        size = min(PEEK_BYTES, block.start + block.size - row.captured_int)
+        if size > 0:
+            spans.append((row, row.captured_int, size))
+    if not spans:
+        return
+    state.restore()
+    torch.cuda.synchronize()
+    before = [_peek(at, size) for _, at, size in spans]
+    try:
+        with torch.no_grad():
+            step.run()
+        torch.cuda.synchronize()
+        for (row, at, size), was in zip(spans, before, strict=True):
+            row.written = _peek(at, size) != was
+    finally:
+        state.restore()
+
+
+def _peek(address: int, size: int) -> bytes:
+    """``size`` bytes of device memory at ``address``, copied to the host."""
+    rt = runtime()
+    buffer = ctypes.create_string_buffer(size)
+    kind = rt.cudaMemcpyKind.cudaMemcpyDeviceToHost
+    check(rt.cudaMemcpy(ctypes.addressof(buffer), address, size, kind), "cudaMemcpy")
+    return buffer.raw

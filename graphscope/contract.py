@@ -892,6 +892,7 @@ FROZEN = Record(
                     "op": _OPTIONAL_TEXT,
                     "site": _OPTIONAL_TEXT,
                     "freed": Maybe(Flag()),
+                    "written": Maybe(Flag()),
                 },
                 required=("node", "name", "arg", "offset", "size", "captured", "later", "kind"),
             )

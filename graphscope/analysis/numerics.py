@@ -67,6 +67,9 @@ class Frozen:
     op: str | None = None
     site: str | None = None  # file:line in function
     freed: bool | None = None  # a moved pointer's old memory is free now (None: not known)
+    # whether one more eager step changed the bytes at a moved pointer's old address: False,
+    # nothing the step does writes the buffer the graph reads (None: not looked at)
+    written: bool | None = None
 
     @property
     def captured_int(self) -> int:
@@ -86,7 +89,14 @@ class Frozen:
                 f"{head}: argument {self.arg} points to {self.buffer} at 0x{self.captured_int:x}; "
                 f"one step later the same launch reads 0x{self.later_int:x}: the step made the "
                 "tensor anew (a rebinding, not a copy into it), and the graph keeps reading the "
-                "old one" + (", whose memory is free now" if self.freed else "")
+                "old one"
+                + (", whose memory is free now" if self.freed else "")
+                + (
+                    ", which nothing the step does writes: every replay reads the input it "
+                    "held at capture"
+                    if self.written is False
+                    else ""
+                )
             )
         return (
             f"{head}: argument {self.arg}"

@@ -89,6 +89,19 @@ def test_a_pointer_into_the_captures_own_pool_is_no_finding_and_a_moved_input_is
     assert (frozen.node, frozen.kind, frozen.buffer) == (reads, "pointer", pointer["buffer"])
     assert frozen.captured_int == pointer["address"] and frozen.later_int == moved
     assert "made the tensor anew" in frozen.said() and pointer["buffer"] in frozen.said()
+    assert "nothing the step does writes" not in frozen.said()  # not looked at
+    # One more eager step left the old buffer's bytes as they were: nothing writes the input
+    # the graph reads between replays (issue 28); it round-trips through the contract.
+    frozen.written = False
+    assert frozen.said().endswith(
+        "which nothing the step does writes: every replay reads the input it held at capture"
+    )
+    frozen.written = True
+    assert "nothing the step does writes" not in frozen.said()
+    mine.graph["frozen"] = frozen_values(mine, later).as_dict()
+    mine.graph["frozen"]["frozen"][0]["written"] = False
+    [read] = read_frozen(mine).frozen
+    assert read.written is False and read.said().endswith("it held at capture")
 
 
 def test_captures_of_other_work_are_not_compared(llama: nx.DiGraph) -> None:
