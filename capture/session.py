@@ -406,7 +406,8 @@ def _compare_with_eager(
 
     try:
         later = values.captured_later(torch, step, state, read)
-        again = values.captured_later(torch, step, state, read)  # which words are unsteady
+        # which words are unsteady: the same step again, deeper on the host's stack
+        again = values.at_depth(values.AGAIN_DEPTH, values.captured_later, torch, step, state, read)
         report = frozen_values(G, later, again)
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:

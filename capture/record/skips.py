@@ -2,13 +2,20 @@
 
 They say it to artifact loggers, silent unless enabled; a handler of ours still hears them.
 
-What a skip costs: Inductor logs a skip at compile time, from ``cudagraph_post_compile``, which
-holds the compiled graph it decided for. The handler wraps that graph's ``current_callable``
-(what every later call of the compiled function runs) in a :class:`SkippedCalls`, which counts
-the calls and times some of them on the GPU with a pair of CUDA events around the call, read
-back later by the recorder's thread without a sync. A skip torch logs elsewhere (at run time,
-from CUDA graph trees) has no compiled graph at hand: its calls are not counted, and the
-recording says so rather than guess.
+What a skip costs: where torch logs a skip, it holds the function it decided for, and the
+handler wraps it in a :class:`SkippedCalls`, which counts the calls that run eagerly and times
+some of them on the GPU with a pair of CUDA events around the call, read back later by the
+recorder's thread without a sync. Two places decide:
+
+* ``cudagraph_post_compile``, at compile time (a CPU op, a dynamic shape, ...): the compiled
+  graph's ``current_callable``, which every later call runs;
+* CUDA graph trees' ``_update_non_cudagraph_managed_mutation``, at the first call (an input
+  mutated that is no parameter and no tensor of the graphs' pool): the function's
+  ``WrappedFunction.model``, counted only where the manager's ``_run`` calls it, which is its
+  eager fallback (warm-up and recording call it from elsewhere).
+
+A skip logged anywhere else holds no function: its calls are not counted, and the recording
+says so rather than guess.
 """
 
 from __future__ import annotations
@@ -41,6 +48,10 @@ TIMED_EVERY_S = 1.0
 _PENDING_KEPT = 256  # event pairs not yet read back; past that a call goes untimed
 # The frames that log a compile-time skip while holding the graph they decided for.
 _DECIDERS = ("cudagraph_post_compile", "cudagraph_partition_post_compile")
+# CUDA graph trees' frame that logs a mutation skip at run time, and the one that then runs the
+# function eagerly each call.
+_TREES_DECIDER = "_update_non_cudagraph_managed_mutation"
+_TREES_FALLBACK = "_run"
 _OURS = "_graphscope_skipped"  # marks a callable wrapped here: a graph is wrapped once
 
 
@@ -151,8 +162,11 @@ class SkippedCalls:
     and the GPU time of some, each from an event recorded on the current stream before the
     call to one after it (the span on the GPU, idle gaps between its kernels included)."""
 
-    def __init__(self, reason: str, event: Callable[[], Any]) -> None:
+    def __init__(
+        self, reason: str, event: Callable[[], Any], capturing: Callable[[], bool] = lambda: False
+    ) -> None:
         self.reason = reason
+        self._capturing = capturing  # a stream capture under way: no event is recorded
         self._event = event  # makes a timing CUDA event
         self.calls = 0
         self.untimed = 0  # calls picked to time whose events could not be read back
@@ -160,11 +174,14 @@ class SkippedCalls:
         self._pending: collections.deque[tuple[Any, Any]] = collections.deque()
         self._timed_ns = 0  # when a call was last picked to time
 
-    def wrap(self, fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """``fn`` counted and sometimes timed; its attributes (``_boxed_call``) kept."""
+    def wrap(self, fn: Callable[[Any], Any], caller: str | None = None) -> Callable[[Any], Any]:
+        """``fn`` counted and sometimes timed; its attributes (``_boxed_call``) kept. With
+        ``caller``, only the calls made from a function of that name count."""
 
         @functools.wraps(fn)
         def call(inputs: Any) -> Any:
+            if caller is not None and sys._getframe(1).f_code.co_name != caller:
+                return fn(inputs)
             pair = self._begin()
             out = fn(inputs)
             if pair is not None:
@@ -184,6 +201,8 @@ class SkippedCalls:
         if self.calls > TIMED_FIRST + 1 and now - self._timed_ns < TIMED_EVERY_S * 1e9:
             return None
         try:
+            if self._capturing():  # an event recorded now would go into the capture
+                return None
             start, end = self._event(), self._event()
             start.record()
         except Exception:
@@ -220,13 +239,35 @@ class SkippedCalls:
         return out
 
 
-def decided_graph(frame: Any) -> Any:
-    """The compiled graph Inductor is deciding for, where ``frame`` (the logging call's) lies
-    under ``cudagraph_post_compile``; None elsewhere."""
+class Decided:
+    """Where the function torch decided to run eagerly is kept: read it, put a wrapper there."""
+
+    def __init__(self, holder: Any, field: str, caller: str | None) -> None:
+        self.holder, self.field, self.caller = holder, field, caller
+
+    @property
+    def fn(self) -> Any:
+        return getattr(self.holder, self.field)
+
+    def put(self, fn: Any) -> None:
+        # WrappedFunction is a frozen dataclass: its field is set as its own __init__ does
+        object.__setattr__(self.holder, self.field, fn)
+
+
+def decided(frame: Any) -> Decided | None:
+    """The function torch is deciding to run without CUDA graphs, where ``frame`` (the
+    logging call's) lies under one of the frames that decide; None elsewhere."""
     while frame is not None:
-        if frame.f_code.co_name in _DECIDERS:
+        name = frame.f_code.co_name
+        if name in _DECIDERS:
             graph = frame.f_locals.get("compiled_graph")
-            return graph if callable(getattr(graph, "current_callable", None)) else None
+            ok = callable(getattr(graph, "current_callable", None))
+            return Decided(graph, "current_callable", None) if ok else None
+        if name == _TREES_DECIDER:
+            manager, function_id = frame.f_locals.get("self"), frame.f_locals.get("function_id")
+            wrapped = getattr(manager, "ids_to_funcs", {}).get(function_id)
+            ok = callable(getattr(wrapped, "model", None))
+            return Decided(wrapped, "model", _TREES_FALLBACK) if ok else None
         frame = frame.f_back
     return None
 
@@ -235,11 +276,14 @@ class SkipListener(logging.Handler):
     """Keeps each distinct reason once (:func:`reason_text`), the first ``REASONS_KEPT``, and
     wraps each compiled graph it hears skipped in a :class:`SkippedCalls` (one per reason)."""
 
-    def __init__(self, event: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, event: Callable[[], Any] | None = None, capturing: Callable[[], bool] | None = None
+    ) -> None:
         super().__init__(logging.WARNING)
         self.reasons: list[str] = []
         self.changed = False  # a reason arrived since the index was last written
         self._event = event
+        self._capturing = capturing or _capturing
         self.skipped: dict[str, SkippedCalls] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -251,8 +295,8 @@ class SkipListener(logging.Handler):
             self._wrap(text, sys._getframe(1))
 
     def _wrap(self, reason: str, frame: Any) -> None:
-        graph = decided_graph(frame)
-        if graph is None or getattr(graph.current_callable, _OURS, False):
+        where = decided(frame)
+        if where is None or getattr(where.fn, _OURS, False):
             return
         event = self._event or _cuda_event()
         if event is None:
@@ -261,10 +305,10 @@ class SkipListener(logging.Handler):
         if calls is None:
             if len(self.skipped) >= REASONS_KEPT:
                 return
-            calls = self.skipped[reason] = SkippedCalls(reason, event)
-        wrapped = calls.wrap(graph.current_callable)
+            calls = self.skipped[reason] = SkippedCalls(reason, event, self._capturing)
+        wrapped = calls.wrap(where.fn, where.caller)
         setattr(wrapped, _OURS, True)
-        graph.current_callable = wrapped
+        where.put(wrapped)
 
     def start(self) -> None:
         for name in _SKIP_LOGGERS:
@@ -298,3 +342,8 @@ def _cuda_event() -> Callable[[], Any] | None:
     if torch is None:
         return None
     return functools.partial(torch.cuda.Event, enable_timing=True)
+
+
+def _capturing() -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and bool(torch.cuda.is_current_stream_capturing())

@@ -98,12 +98,30 @@ class Frozen:
                     else ""
                 )
             )
+        offset, captured, later = _narrowed(self.offset, self.captured, self.later)
+        whole = offset == 0 and len(captured) // 2 == self.size
         return (
             f"{head}: argument {self.arg}"
-            + (f" (bytes {self.offset}..{self.offset + self.size - 1})" if self.offset else "")
-            + f" is {_number(self.captured)} in the graph, {_number(self.later)} when the "
+            + ("" if whole else f" (bytes {offset}..{offset + len(captured) // 2 - 1})")
+            + f" is {_number(captured)} in the graph, {_number(later)} when the "
             "step is captured one step later: every replay runs with the captured value"
         )
+
+
+def _narrowed(offset: int, captured: str, later: str) -> tuple[int, str, str]:
+    """An 8-byte word narrowed to the 4-byte half that changed, where only one did: a functor
+    passed by value packs a float scalar beside other bytes (PyTorch's ``AUnaryFunctor`` holds
+    its scalar in bytes 4..7, after the functor's own), and the word read whole as a double
+    says nothing."""
+    a, b = bytes.fromhex(captured), bytes.fromhex(later)
+    if len(a) != 8 or len(b) != 8:
+        return offset, captured, later
+    low, high = a[:4] != b[:4], a[4:] != b[4:]
+    if low and not high:
+        return offset, a[:4].hex(), b[:4].hex()
+    if high and not low:
+        return offset + 4, a[4:].hex(), b[4:].hex()
+    return offset, captured, later
 
 
 def _number(word: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -497,6 +498,55 @@ def test_a_skipped_function_s_calls_are_counted_and_timed_where_torch_decided() 
     finally:
         other.stop()
     assert other.fallbacks() == {"reasons": ["skipping x"]}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Wrapped:
+    """CUDA graph trees' WrappedFunction (cudagraph_utils.py): frozen, with slots."""
+
+    model: Any
+
+
+class _Manager:
+    """The parts of CUDAGraphTreeManager that decide a mutation skip and then run eagerly."""
+
+    def __init__(self) -> None:
+        self.ids_to_funcs = {3: _Wrapped(lambda inputs: len(inputs))}
+
+    def _update_non_cudagraph_managed_mutation(self, function_id: int, inputs: Any) -> None:
+        import logging
+
+        logging.getLogger("torch._inductor.cudagraph_trees.__cudagraphs").warning(
+            "skipping cudagraphs due to mutated inputs (1 instances)"
+        )
+
+    def _run(self, inputs: Any, function_id: int) -> Any:
+        return self.ids_to_funcs[function_id].model(inputs)  # the eager fallback
+
+    def run_eager(self, inputs: Any, function_id: int) -> Any:
+        return self.ids_to_funcs[function_id].model(inputs)  # a warm-up: not a skip's call
+
+
+def test_a_mutation_skip_decided_at_run_time_counts_the_eager_fallback_s_calls() -> None:
+    """torch 2.11 decides a mutated input's skip in CUDA graph trees at the first call (an H100
+    run found no compiled graph at hand there): its function's eager fallback is counted."""
+    from graphscope.capture.record import skips
+
+    _Event.made = []
+    capturing = [False]
+    listener = skips.SkipListener(event=_Event, capturing=lambda: capturing[0])
+    listener.start()
+    manager = _Manager()
+    try:
+        manager._update_non_cudagraph_managed_mutation(3, [])
+    finally:
+        listener.stop()
+    assert [manager._run([1, 2], 3) for _ in range(3)] == [2, 2, 2]
+    assert manager.run_eager([1], 3) == 1
+    capturing[0] = True
+    assert manager._run([1, 2], 3) == 2  # counted, but no event goes into a capture
+    (entry,) = listener.fallbacks()["skipped"]
+    assert entry["calls"] == 4 and len(_Event.made) == 4  # the 2nd and 3rd calls timed
 
 
 def test_a_skipped_function_that_raises_still_raises_and_is_counted() -> None:

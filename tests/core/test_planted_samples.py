@@ -1,0 +1,77 @@
+"""Issue 28's planted faults as an H100 captured them (samples/bundles/planted): what
+`graphscope report` says of each, with no GPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import graphscope
+from graphscope.analysis.findings import findings
+from graphscope.cli import main
+
+PLANTED = Path(__file__).resolve().parents[2] / "samples" / "bundles" / "planted"
+MANIFEST = [json.loads(line) for line in (PLANTED / "manifest.jsonl").read_text().splitlines()]
+
+
+def _line(fault: str) -> int:
+    """The line marked ``# planted`` in tests/gpu_models.py. The samples were captured from
+    that file as it is: a change that moves the line needs the samples captured again."""
+    import gpu_models
+
+    return gpu_models.planted_line(fault)
+
+
+def _report(fault: str, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["report", str(PLANTED / f"gpu_models-{fault}-b1.json.gz")]) == 0
+    return capsys.readouterr().out
+
+
+def test_every_planted_sample_is_in_its_manifest_as_our_capture_wrote_it() -> None:
+    names = {m["model"].split(":")[1] for m in MANIFEST}
+    assert names == {"python_scalar", "rng_offset", "feeds_by_rebinding", "reads_freed", "clean"}
+    for entry in MANIFEST:
+        assert entry["command"].startswith("graphscope capture --model gpu_models:")
+        assert (PLANTED / entry["file"]).exists() and (PLANTED / entry["dot"]).exists()
+        G = graphscope.load(PLANTED / entry["file"])
+        assert set(G) == set(graphscope.load(PLANTED / entry["dot"]))
+
+
+@pytest.mark.parametrize(
+    ("fault", "op", "code", "said"),
+    [
+        # a Python counter scaled the output: 10 in the graph, 8 captured a step later
+        ("python_scalar", "aten::mul", "frozen-value", "1092616192 (as a float 10) in the graph"),
+        # the RNG offset passed by value: 640 frozen, 512 a step later
+        ("rng_offset", "aten::add", "frozen-value", "is 1142947840 (as a float 640) in the graph"),
+        ("feeds_by_rebinding", "aten::addmm", "rebound-input", "whose memory is free now"),
+        ("reads_freed", "aten::add", "rebound-input", "whose memory is free now"),
+    ],
+)
+def test_the_report_names_each_planted_fault_at_its_line(
+    fault: str, op: str, code: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _line(fault)
+    G = graphscope.load(PLANTED / f"gpu_models-{fault}-b1.json.gz")
+    first = G.graph["numerics"]["first"]
+    assert first["op"] == op and first["site"] == f"gpu_models.py:{line} in run"
+    out = _report(fault, capsys)
+    warnings = [x.strip() for x in out.splitlines() if x.strip().startswith("[warning]")]
+    # the wrong result first, at the planted line; then what the capture froze
+    assert warnings[0].startswith("[warning] values-differ: ") and f":{line} in run" in warnings[0]
+    assert warnings[1].startswith(f"[warning] {code}: ")
+    details = [x for x in out.splitlines() if x.strip().startswith(f"- {first['nodes'][0]} ")]
+    assert any(said in x and f"gpu_models.py:{line}" in x for x in details), details
+    found = {f.code for f in findings(G)}
+    assert {"values-differ", code} <= found
+
+
+def test_the_clean_model_raises_no_alarm() -> None:
+    G = graphscope.load(PLANTED / "gpu_models-clean-b1.json.gz")
+    assert G.graph["numerics"]["first"] is None and G.graph["numerics"]["compared"] > 0
+    assert G.graph["frozen"]["frozen"] == [] and G.graph["frozen"]["compared"] > 0
+    codes = {f.code for f in findings(G)}
+    assert not codes & {"values-differ", "frozen-value", "rebound-input", "cpu-bound-launch"}
