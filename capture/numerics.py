@@ -488,8 +488,8 @@ def _first(torch: Any, run: _Run, G: nx.DiGraph, section: dict[str, Any]) -> boo
     return found
 
 
-#: C frames put under the second capture of the later step (``at_depth``).
-AGAIN_DEPTH = 48
+#: C frames put under each further capture of the later step (``at_depth``).
+AGAIN_DEPTHS = (48, 112)
 
 
 def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
@@ -499,8 +499,8 @@ def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
     its C++ stack, and the slots of them it does not fill (an offset table's slots past the
     tensor's dims) keep whatever that stack memory held. Those bytes repeat when the same step
     is captured twice along the same path (an H100 run: 494 such words on tiny-gpt at batch 2,
-    4,763 on tiny-llama, all the same in both later captures), so the second capture is made
-    deeper on the stack, where they hold something else and show as unsteady."""
+    4,763 on tiny-llama, all the same in both later captures), so the further captures are
+    made deeper on the stack, where they hold something else and show as unsteady."""
     if levels <= 0:
         return fn(*args)
     # map() calls the lambda from C: each level is one more C frame under the capture

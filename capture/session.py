@@ -406,8 +406,11 @@ def _compare_with_eager(
 
     try:
         later = values.captured_later(torch, step, state, read)
-        # which words are unsteady: the same step again, deeper on the host's stack
-        again = values.at_depth(values.AGAIN_DEPTH, values.captured_later, torch, step, state, read)
+        # which words are unsteady: the same step again, at other depths of the host's stack
+        again = [
+            values.at_depth(depth, values.captured_later, torch, step, state, read)
+            for depth in values.AGAIN_DEPTHS
+        ]
         report = frozen_values(G, later, again)
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:

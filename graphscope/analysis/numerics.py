@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -161,12 +162,12 @@ def _site(data: dict[str, Any]) -> str | None:
 
 
 def frozen_values(
-    G: nx.DiGraph, later: nx.DiGraph, again: nx.DiGraph | None = None
+    G: nx.DiGraph, later: nx.DiGraph, again: nx.DiGraph | Sequence[nx.DiGraph] | None = None
 ) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
     captured one step later (nodes paired in creation order, graph by graph). ``again``, the
-    later step captured a second time, tells which words are unsteady: those that differ
-    between two captures of one step hold memory nothing wrote, and are left out."""
+    later step captured once or more again, tells which words are unsteady: those that differ
+    between captures of one step hold memory nothing wrote, and are left out."""
     graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
     shape = [len(v) for _, v in sorted(graphs.items())]
     shape_later = [len(v) for _, v in sorted(graphs_later.items())]
@@ -177,12 +178,15 @@ def frozen_values(
             f"{len(shape_later)} graph(s) against {sum(shape):,} in {len(shape)}: the step "
             "launches other work from one step to the next, so no argument was compared",
         )
-    graphs_again = nodes_by_graph(again) if again is not None else None
-    if graphs_again is not None and [len(v) for _, v in sorted(graphs_again.items())] != shape:
-        graphs_again = None  # another shape again: no word can be called unsteady
+    agains = [again] if isinstance(again, nx.DiGraph) else list(again or [])
+    # each capture again, its nodes graph by graph; one of another shape tells nothing
+    others = []
+    for other in agains:
+        by_graph = [v for _, v in sorted(nodes_by_graph(other).items())]
+        if [len(v) for v in by_graph] == shape:
+            others.append((other, by_graph))
     report = FrozenReport(0)
     for n, (gid, gid_later) in enumerate(zip(sorted(graphs), sorted(graphs_later), strict=True)):
-        keys_again = sorted(graphs_again.items())[n][1] if graphs_again is not None else None
         for i, (key, key_later) in enumerate(
             zip(graphs[gid], graphs_later[gid_later], strict=True)
         ):
@@ -196,10 +200,10 @@ def frozen_values(
             if args_a == args_b or len(args_a) != len(args_b):
                 continue
             unsteady: set[tuple[int, int]] = set()
-            if keys_again is not None and again is not None:
-                c = again.nodes[keys_again[i]]
+            for other, by_graph in others:
+                c = other.nodes[by_graph[n][i]]
                 if c.get("name") == b.get("name"):
-                    unsteady = {(w.arg, w.offset) for w in changed_words(b, c)[0]}
+                    unsteady |= {(w.arg, w.offset) for w in changed_words(b, c)[0]}
             found = _differences(key, a, b)
             kept = [f for f in found if (f.arg, f.offset) not in unsteady]
             report.unsteady += len(found) - len(kept)

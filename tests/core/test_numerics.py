@@ -298,6 +298,11 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     shorter = copy.deepcopy(again)
     shorter.remove_node(next(iter(shorter)))
     assert [f.node for f in frozen_values(llama, later, shorter).frozen] == [key]
+    # Several captures again (at other depths of the host's stack): a word that any of them
+    # sees otherwise is unsteady; one of another shape among them is passed over.
+    report = frozen_values(llama, later, [shorter, steady, again])
+    assert report.frozen == [] and report.unsteady == 1
+    assert [f.node for f in frozen_values(llama, later, [steady, steady]).frozen] == [key]
 
 
 def test_an_empty_functors_byte_is_no_frozen_value(llama: nx.DiGraph) -> None:
@@ -315,3 +320,22 @@ def test_an_empty_functors_byte_is_no_frozen_value(llama: nx.DiGraph) -> None:
     _set_word(G.nodes[key], len(args) - 1, 0, "01")
     [flag] = frozen_values(G, later).frozen
     assert (flag.arg, flag.captured, flag.later) == (len(args) - 1, "01", "00")
+
+
+def test_a_capture_again_is_made_deeper_on_the_stack() -> None:
+    """The further captures of the later step run under more frames, each entered from C (a
+    struct's unwritten slots then hold other bytes); what they return comes back whole."""
+    import sys
+
+    from graphscope.capture.numerics import AGAIN_DEPTHS, at_depth
+
+    def depth(extra: int) -> tuple[int, int]:
+        frame, n = sys._getframe(), 0
+        while frame is not None:
+            frame, n = frame.f_back, n + 1
+        return n, extra
+
+    here, _ = depth(0)
+    for levels in AGAIN_DEPTHS:
+        there, extra = at_depth(levels, depth, 7)
+        assert extra == 7 and there >= here + 2 * levels
