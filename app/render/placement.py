@@ -9,6 +9,7 @@ graphs are laid out the same way below their parent graph.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -86,32 +87,42 @@ def _levels(G: nx.DiGraph, members: list[str]) -> list[list[str]]:
     return [sorted(level, key=order.__getitem__) for level in nx.topological_generations(sub)]
 
 
-def _cut(G: nx.DiGraph, levels: list[list[str]], row_levels: int) -> list[list[list[str]]]:
+def _cut(
+    G: nx.DiGraph, levels: list[list[str]], row_levels: int, sections: Mapping[str, str]
+) -> list[list[list[str]]]:
     """Split the levels into rows where the layer changes (into, out of or between layers)
-    and where a row is full."""
+    and where a row is full. A section (``layout``'s) starts and ends a row wherever it is."""
     rows: list[list[list[str]]] = []
     current: list[list[str]] = []
     layer: str | None = None
+    section: str | None = None
     # A view of blocks (a large graph's overview) is short: each layer's blocks get a row of
     # their own however few they are, so that a row reads as one layer.
     least = 1 if G.number_of_nodes() <= BLOCK_VIEW else MIN_ROW
     for level in levels:
-        first = G.nodes[level[0]]
         # A group inside a layer (its attention) belongs to the layer; a fold of layers and
         # other groups are layers of their own: rows of them wrap only when full.
-        here = layer_of(first)
-        if current and ((here != layer and len(current) >= least) or len(current) >= row_levels):
+        here = layer_of(G.nodes[level[0]])
+        into = sections.get(level[0])
+        changed = (here != layer and len(current) >= least) or into != section
+        if current and (changed or len(current) >= row_levels):
             rows.append(current)
             current = []
-        layer = here
+        layer, section = here, into
         current.append(level)
     if current:
         rows.append(current)
     return rows
 
 
-def _row_label(G: nx.DiGraph, row: list[list[str]], graph_id: int) -> str:
+def _row_label(
+    G: nx.DiGraph, row: list[list[str]], graph_id: int, sections: Mapping[str, str]
+) -> str:
     keys = [key for level in row for key in level]
+    named = {sections.get(key) for key in keys}
+    if len(named) == 1 and None not in named:
+        # "nodes 3..55, 1 of 32": the rows around it name the graph, and the label fits
+        return str(named.pop()).split(": ", 1)[-1]
     layers = {layer_of(G.nodes[key]) for key in keys}
     if len(layers) == 1 and None not in layers:
         return str(layers.pop())
@@ -131,12 +142,17 @@ def _row_label(G: nx.DiGraph, row: list[list[str]], graph_id: int) -> str:
     return f"graph {graph_id}: nodes {first}..{last}"
 
 
-def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
+def layout(
+    G: nx.DiGraph, row_levels: int | None = None, sections: Mapping[str, str] | None = None
+) -> Layout:
     """Positions for every node: x grows along a row, y grows downwards (plotted reversed).
 
     Rows hold ``row_levels`` levels; by default ``LABELLED_ROW`` where every node is
-    labelled, else ``ROW_LEVELS``.
+    labelled, else ``ROW_LEVELS``. ``sections`` names the part of the drawing each node of a
+    layer that attribution does not name sits in (``folding.repeat_sections``: a DOT dump's
+    repeated kernel period): it is cut into rows, labelled and boxed as a layer is.
     """
+    sections = sections or {}
     if row_levels is None:
         row_levels = LABELLED_ROW if G.number_of_nodes() <= LABEL_LIMIT else ROW_LEVELS
     by_graph: dict[int, list[str]] = {}
@@ -153,9 +169,9 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
         if owned is not None and owned[1] in G:
             out.nests.append((owned[1], head))
         if out.vertical:
-            y = _column(G, members, out)
+            y = _column(G, members, out, sections)
             continue
-        for row in _cut(G, _levels(G, members), row_levels):
+        for row in _cut(G, _levels(G, members), row_levels, sections):
             width = max(len(level) for level in row)
             for x, level in enumerate(row):
                 for lane, key in enumerate(level):
@@ -163,34 +179,38 @@ def layout(G: nx.DiGraph, row_levels: int | None = None) -> Layout:
             out.rows.append(
                 {
                     "graph_id": graph_id,
-                    "label": _row_label(G, row, graph_id),
+                    "label": _row_label(G, row, graph_id, sections),
                     "y": y,
                     "nodes": sum(len(level) for level in row),
                 }
             )
             y += width + 1
         y += 1  # a blank line between graphs
-    out.boxes = module_boxes(G, out)
+    out.boxes = module_boxes(G, out, sections)
     return out
 
 
-def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
+def _column(G: nx.DiGraph, members: list[str], out: Layout, sections: Mapping[str, str]) -> float:
     """A graph's levels one under the other (lanes across), a half line between layers, each
     layer's first line labelled; the y after the last line. A section outside the layers (the
     embedding, a fold of layers with the head) gets no label of its own: each of its nodes is
     labelled beside it."""
     y = 0.0
-    layered = any(layer_of(G.nodes[key]) is not None for key in members)
-    for row in _cut(G, _levels(G, members), 1 << 30):
+
+    def layer(key: str) -> str | None:
+        return layer_of(G.nodes[key]) or sections.get(key)
+
+    layered = any(layer(key) is not None for key in members)
+    for row in _cut(G, _levels(G, members), 1 << 30, sections):
         graph_id = int(G.nodes[row[0][0]].get("graph_id", 0))
-        layers = {layer_of(G.nodes[key]) for level in row for key in level}
+        layers = {layer(key) for level in row for key in level}
         # A layer's section is named by it; in a drawing with no layers at all (a DOT dump)
         # the one section says which graph and nodes it is.
         named = (len(layers) == 1 and None not in layers) or not layered
         out.rows.append(
             {
                 "graph_id": graph_id,
-                "label": _row_label(G, row, graph_id) if named else "",
+                "label": _row_label(G, row, graph_id, sections) if named else "",
                 "y": y,
                 "nodes": sum(len(level) for level in row),
             }
@@ -204,24 +224,22 @@ def _column(G: nx.DiGraph, members: list[str], out: Layout) -> float:
 
 
 def _contiguous(
-    lines: list[float], taken: dict[float, set[str]], module: str, G: nx.DiGraph
+    lines: list[float], taken: dict[float, set[str]], module: str, path: Callable[[str], str | None]
 ) -> bool:
     """Whether the lines ``module``'s nodes sit on hold nothing else, and no other line comes
     between them: only then does a box around them say what is inside."""
     ordered = sorted(taken)
     first, last = ordered.index(min(lines)), ordered.index(max(lines))
-    return all(
-        _inside(module_of(G.nodes[key]), module)
-        for y in ordered[first : last + 1]
-        for key in taken[y]
-    )
+    return all(_inside(path(key), module) for y in ordered[first : last + 1] for key in taken[y])
 
 
 def _inside(path: str | None, module: str) -> bool:
     return path is not None and (path == module or path.startswith(module + "."))
 
 
-def module_boxes(G: nx.DiGraph, lay: Layout) -> list[Box]:
+def module_boxes(
+    G: nx.DiGraph, lay: Layout, sections: Mapping[str, str] | None = None
+) -> list[Box]:
     """Boxes around what each layer holds, and in a drawing of blocks (``vertical``) around
     each module opened inside a layer: a layer's attention opened shows as a box inside the
     layer's box, as Model Explorer nests namespaces. A module gets a box only where its nodes
@@ -234,8 +252,16 @@ def module_boxes(G: nx.DiGraph, lay: Layout) -> list[Box]:
     for x, y in lay.pos.values():
         right[y] = max(right.get(y, 0.0), x)
     # Each module at or inside a layer, with the lines its drawn nodes sit on.
+    sections = sections or {}
+
+    def path_of(key: str) -> str | None:
+        return sections.get(key) or module_of(G.nodes[key])
+
     spans: dict[str, list[float]] = {}
     for key, (_, y) in lay.pos.items():
+        if key in sections:  # a section is boxed whole, as a layer is
+            spans.setdefault(sections[key], []).append(y)
+            continue
         path = module_of(G.nodes[key])
         if not path or layer_of(G.nodes[key]) is None:
             continue
@@ -254,7 +280,7 @@ def module_boxes(G: nx.DiGraph, lay: Layout) -> list[Box]:
     boxes: list[Box] = []
     for module in sorted(spans, key=lambda m: (min(spans[m]), m.count("."))):
         ys = spans[module]
-        if len(ys) < 2 or not _contiguous(ys, lines, module, G):
+        if len(ys) < 2 or not _contiguous(ys, lines, module, path_of):
             continue
         depth = sum(1 for b in boxes if _inside(module, b["module"]) and b["module"] != module)
         inset = BOX_INSET * depth

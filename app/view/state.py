@@ -23,7 +23,13 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
-from graphscope.analysis.folding import all_groups, collapsed, group_levels, overview
+from graphscope.analysis.folding import (
+    all_groups,
+    collapsed,
+    group_levels,
+    overview,
+    repeat_sections,
+)
 from graphscope.analysis.search import search_nodes
 from graphscope.recording import is_recording
 
@@ -163,7 +169,7 @@ class OpenFile:
 
         def make() -> tuple[nx.DiGraph, Layout]:
             shown = collapsed(self.graph, self.levels, expanded)
-            return shown, layout(shown)
+            return shown, layout(shown, sections=repeat_sections(shown, self.levels, expanded))
 
         return _kept(self._views, frozenset(expanded), make, VIEWS_KEPT)
 

@@ -28,6 +28,9 @@ OVERVIEW_NODES = 256
 # The name of a fold of repeats (repeats.Repeat.name and rest_name).
 _BLOCK = re.compile(r"( \d+\.\.\d+ x\d+|, \d+ x \d+|, repeats 2\.\.\d+)$")
 GROUP = "GROUP"  # the node type of a collapsed group in the drawn graph
+# A fold of repeats with no module path in its name (a DOT dump's): "graph 1: nodes 3..1698,
+# 32 x 53" (repeats.Repeat.name).
+_SPAN_BLOCK = re.compile(r", (\d+) x \d+$")
 
 
 class _GroupNode(TypedDict):
@@ -248,3 +251,23 @@ def collapsed(G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]) -
 def enclosing(levels: dict[str, list[str]], key: str, expanded: Set[str]) -> list[str]:
     """The expanded groups a drawn node sits in, innermost first (what a collapse can close)."""
     return [g for g in reversed(levels.get(key, [])) if g in expanded]
+
+
+def repeat_sections(
+    G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]
+) -> dict[str, str]:
+    """For each drawn node of an opened instance of a repeat that module paths do not name (a
+    DOT dump's layer, found by its kernel period), that instance as a section of the drawing:
+    ``graph 1: nodes 3..55, 1 of 32``. The drawing cuts its rows and draws a box there, as it
+    does for a layer that attribution names."""
+    out: dict[str, str] = {}
+    for key in G:
+        chain = levels.get(key)
+        if not chain or layer_of(G.nodes[key]) is not None:
+            continue
+        for parent, child in pairwise(chain):
+            block = _SPAN_BLOCK.search(parent)
+            if block and parent in expanded and child in expanded and not is_block(child):
+                out[key] = f"{child}, 1 of {block.group(1)}"
+                break
+    return out

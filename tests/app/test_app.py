@@ -348,6 +348,28 @@ def test_a_layer_of_kernels_repeated_within_it_still_folds_by_its_period() -> No
     [found] = sequence_repeats(D, list(D), "graph 1")
     assert (found.count, found.per_instance) == (32, 53)
     assert found.name == "graph 1: nodes 3..1698, 32 x 53"
+    # Opened, the first layer is a section of the drawing: rows of its own, labelled, boxed.
+    from graphscope.app.render.placement import layout
+
+    nx.add_path(D, list(D))  # a DOT dump's chain of kernels
+
+    from graphscope.analysis.folding import collapsed, group_levels, overview, repeat_sections
+
+    levels = group_levels(D)
+    opened = overview(levels)
+    shown = collapsed(D, levels, opened)
+    sections = repeat_sections(shown, levels, opened)
+    first = {f"graph_1_node_{i}" for i in range(3, 56)}
+    assert set(sections) == first and set(sections.values()) == {"graph 1: nodes 3..55, 1 of 32"}
+    lay = layout(shown, sections=sections)
+    ys = {lay.pos[k][1] for k in first}
+    assert not ys & {lay.pos[k][1] for k in shown if k not in first}  # no row shared
+    labels = [r["label"] for r in lay.rows]
+    assert labels[0] == "graph 1: nodes 0..2" and labels[1] == "nodes 3..55, 1 of 32"
+    [box] = lay.boxes
+    assert box["module"] == "graph 1: nodes 3..55, 1 of 32"
+    assert box["y0"] < min(ys) and box["y1"] > max(ys)
+    assert layout(shown).boxes == []  # without sections, as before: no box
 
 
 @pytest.mark.parametrize("name", ["hf-deep-llama-b1.json.gz", "hf-deep-llama-b1.dot"])
