@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 import plotly.io as pio
 
-from graphscope.analysis.folding import collapsed, group_levels, overview
+from graphscope.analysis.folding import collapsed, group_levels, overview, repeat_sections
 from graphscope.analysis.report import step_report
 from graphscope.io import bulk
 from graphscope.text import step_rows, us
@@ -113,14 +113,16 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             f"<br>Why: {_e(f['why'])}<br>Fix: {_e(f['fix'])}<ul>{details}</ul></div>"
         )
     levels = group_levels(G)
-    shown = collapsed(G, levels, overview(levels))  # the view the dashboard opens with
+    opened = overview(levels)
+    shown = collapsed(G, levels, opened)  # the view the dashboard opens with
     parts.append("<h2>Graph</h2>")
     if shown is not G:
         parts.append(
             f'<p class="muted">{G.number_of_nodes()} nodes: repeated layers and groups folded '
             "as the dashboard first shows them.</p>"
         )
-    figures = [build_figure(shown, layout(shown), "time", in_page=False)]
+    placed = layout(shown, sections=repeat_sections(shown, levels, opened))
+    figures = [build_figure(shown, placed, "time", in_page=False)]
     if has_timeline(G):
         figures.append(build_timeline(G, None, shown))
     for fig in figures:

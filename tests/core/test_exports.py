@@ -153,6 +153,16 @@ def test_html_report_is_one_offline_file_with_names_as_text(tmp_path: Path) -> N
     assert "Findings (" in page and "Slowest nodes" in page
 
 
+def test_the_html_report_of_a_dot_dump_draws_its_first_repeat_as_a_layer(tmp_path: Path) -> None:
+    """The 224-layer dump, no module paths: its first repeated span is a labelled section, as
+    the dashboard draws it."""
+    pytest.importorskip("dash")
+    dump = BUNDLES.parent / "large" / "hf-deep-llama-b1.dot"
+    out = tmp_path / "report.html"
+    assert main(["export", str(dump), "--format", "html", "-o", str(out)]) == 0
+    assert re.search(r"nodes \d+\.\.\d+, 1 of 224", out.read_text())
+
+
 def _kineto_events(G: nx.DiGraph) -> list[dict[str, Any]]:
     """The bundle's own CUPTI trace, spelt as torch.profiler's Chrome trace spells it."""
     from graphscope.analysis.eager import eager_calls, eager_gpu
