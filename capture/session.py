@@ -417,7 +417,9 @@ def _compare_with_eager(
             if row.kind == "pointer":
                 block = blocks.find(row.captured_int)
                 row.freed = block is not None and not block.active
-        values.mark_unwritten(torch, step, state, report.frozen, blocks)
+        # a failure here leaves ``written`` unknown (None), never the findings unsaid
+        with contextlib.suppress(Exception):
+            values.mark_unwritten(torch, step, state, report.frozen, blocks)
         G.graph["frozen"] = report.as_dict()
     except Exception as exc:  # the step's code or the GPU: said in the section
         G.graph["frozen"] = {"error": str(exc) if isinstance(exc, CaptureError) else repr(exc)}

@@ -169,7 +169,6 @@ class SkippedCalls:
         self._capturing = capturing  # a stream capture under way: no event is recorded
         self._event = event  # makes a timing CUDA event
         self.calls = 0
-        self.untimed = 0  # calls picked to time whose events could not be read back
         self.gpu_us: list[float] = []
         self._pending: collections.deque[tuple[Any, Any]] = collections.deque()
         self._timed_ns = 0  # when a call was last picked to time
@@ -211,8 +210,8 @@ class SkippedCalls:
         return start, end
 
     def settle(self, final: bool = False) -> None:
-        """Read back the event pairs whose work is done, in order; at the end the rest count
-        as untimed. On the recorder's thread: ``query`` never waits."""
+        """Read back the event pairs whose work is done, in order; at the end the rest are
+        dropped, untimed. On the recorder's thread: ``query`` never waits."""
         while self._pending:
             start, end = self._pending[0]
             try:
@@ -220,12 +219,9 @@ class SkippedCalls:
                 if done:
                     self.gpu_us.append(float(start.elapsed_time(end)) * 1e3)
             except Exception:
-                done, final = True, True  # an event that cannot be read is not retried
-                self.untimed += 1
+                done = True  # an event that cannot be read is dropped, not retried
             if not done and not final:
                 return
-            if not done:
-                self.untimed += 1
             self._pending.popleft()
 
     def as_dict(self) -> dict[str, Any]:
