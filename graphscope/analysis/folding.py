@@ -261,13 +261,20 @@ def repeat_sections(
     ``graph 1: nodes 3..55, 1 of 32``. The drawing cuts its rows and draws a box there, as it
     does for a layer that attribution names."""
     out: dict[str, str] = {}
+    # each group's repeat count where it is a fold of repeats, read from its name once: a view
+    # of 10,780 nodes expanded took 18 ms with a search per node, most of it the same names'
+    counts: dict[str, str | None] = {}
     for key in G:
         chain = levels.get(key)
-        if not chain or layer_of(G.nodes[key]) is not None:
+        if not chain or len(chain) < 2:
             continue
         for parent, child in pairwise(chain):
-            block = _SPAN_BLOCK.search(parent)
-            if block and parent in expanded and child in expanded and not is_block(child):
-                out[key] = f"{child}, 1 of {block.group(1)}"
+            if parent not in counts:
+                block = _SPAN_BLOCK.search(parent)
+                counts[parent] = block.group(1) if block else None
+            count = counts[parent]
+            if count and parent in expanded and child in expanded and not is_block(child):
+                if layer_of(G.nodes[key]) is None:
+                    out[key] = f"{child}, 1 of {count}"
                 break
     return out

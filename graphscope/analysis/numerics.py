@@ -162,7 +162,7 @@ def _site(data: dict[str, Any]) -> str | None:
 
 
 def frozen_values(
-    G: nx.DiGraph, later: nx.DiGraph, again: nx.DiGraph | Sequence[nx.DiGraph] | None = None
+    G: nx.DiGraph, later: nx.DiGraph, again: Sequence[nx.DiGraph] = ()
 ) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
     captured one step later (nodes paired in creation order, graph by graph). ``again``, the
@@ -178,10 +178,9 @@ def frozen_values(
             f"{len(shape_later)} graph(s) against {sum(shape):,} in {len(shape)}: the step "
             "launches other work from one step to the next, so no argument was compared",
         )
-    agains = [again] if isinstance(again, nx.DiGraph) else list(again or [])
     # each capture again, its nodes graph by graph; one of another shape tells nothing
     others = []
-    for other in agains:
+    for other in again:
         by_graph = [v for _, v in sorted(nodes_by_graph(other).items())]
         if [len(v) for v in by_graph] == shape:
             others.append((other, by_graph))

@@ -289,15 +289,15 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     later, again = copy.deepcopy(llama), copy.deepcopy(llama)
     _set_word(later.nodes[key], 0, 0, "02000000")
     _set_word(again.nodes[key], 0, 0, "03000000")  # unsteady: another value each capture
-    report = frozen_values(llama, later, again)
+    report = frozen_values(llama, later, [again])
     assert report.frozen == [] and report.unsteady == 1
     steady = copy.deepcopy(later)  # the same value in both later captures: frozen
-    report = frozen_values(llama, later, steady)
+    report = frozen_values(llama, later, [steady])
     assert [f.node for f in report.frozen] == [key] and report.unsteady == 0
     # A second capture of another shape says nothing about steadiness: the word stays.
     shorter = copy.deepcopy(again)
     shorter.remove_node(next(iter(shorter)))
-    assert [f.node for f in frozen_values(llama, later, shorter).frozen] == [key]
+    assert [f.node for f in frozen_values(llama, later, [shorter]).frozen] == [key]
     # Several captures again (at other depths of the host's stack): a word that any of them
     # sees otherwise is unsteady; one of another shape among them is passed over.
     report = frozen_values(llama, later, [shorter, steady, again])
