@@ -491,6 +491,11 @@ def _first(torch: Any, run: _Run, G: nx.DiGraph, section: dict[str, Any]) -> boo
 #: C frames put under each further capture of the later step (``at_depth``).
 AGAIN_DEPTHS = (48, 112)
 
+#: Sizes of the host heap blocks taken during the second further capture (``heap_moved``):
+#: the small ones C++ temporaries (shape and stride vectors, argument lists) are made in.
+HEAP_SIZES = tuple(range(16, 1025, 16))
+HEAP_BLOCKS = 32  # per size: past glibc's per-thread cache (7) and its fast bins
+
 
 def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)`` called ``levels`` C-to-Python calls deeper on the host's stack.
@@ -507,11 +512,59 @@ def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
     return next(map(lambda _: at_depth(levels - 1, fn, *args), (0,)))
 
 
+def heap_moved(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with many small blocks of the host's heap taken, and given back after.
+
+    Some unfilled slots hold the address of a C++ temporary an earlier launch made and freed:
+    the allocator hands the same block back along the same path, so those words repeat from
+    capture to capture however deep the stack is (an H100 run, after ``at_depth``: 8 words on
+    tiny-gpt at batch 2, 63 on tiny-llama, all host heap addresses). With the blocks the
+    allocator would reuse taken, the temporaries live elsewhere and those words change."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    taken = [libc.malloc(size) for size in HEAP_SIZES for _ in range(HEAP_BLOCKS)]
+    try:
+        return fn(*args)
+    finally:
+        for block in taken:
+            if block:
+                libc.free(block)
+
+
+def captured_again(
+    torch: Any,
+    step: Any,
+    state: Any,
+    read: Callable[[int], nx.DiGraph],
+    around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> list[nx.DiGraph]:
+    """The later step captured twice more, with the host's stack and heap laid out otherwise
+    (``frozen_values``' ``again``): bytes no launch fills differ between these and the later
+    capture, and are unsteady; a value the graph froze does not."""
+    shallow, deep = AGAIN_DEPTHS
+    return [
+        at_depth(shallow, captured_later, torch, step, state, read, around),
+        heap_moved(at_depth, deep, captured_later, torch, step, state, read, around),
+    ]
+
+
 def captured_later(
-    torch: Any, step: Any, state: Any, read: Callable[[int], nx.DiGraph]
+    torch: Any,
+    step: Any,
+    state: Any,
+    read: Callable[[int], nx.DiGraph],
+    around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
 ) -> nx.DiGraph:
     """The step captured one step after the first capture, read by ``read(handle)``.
-    Called twice, it gives two captures of the same step (``frozen_values``' ``again``)."""
+    Called twice, it gives two captures of the same step (``frozen_values``' ``again``).
+
+    ``around()`` is entered around the capture as it was around the first: the unfilled
+    slots of a launch's argument structs hold what earlier code left on the host's stack,
+    and a capture under other Python hooks (the first one's dispatch mode and labeller) leaves
+    other bytes there (an H100 run: 155 to 3,173 such words on a clean model, compared with
+    captures made without them)."""
     state.restore()
     with torch.no_grad():
         step.run()
@@ -519,7 +572,7 @@ def captured_later(
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     generators = [g.clone_state() for g in torch.cuda.default_generators]
     try:
-        with torch.no_grad(), torch.cuda.graph(graph):
+        with around(), torch.cuda.graph(graph):
             step.run()
     except Exception as exc:
         for g, saved in zip(torch.cuda.default_generators, generators, strict=True):

@@ -404,13 +404,14 @@ def _compare_with_eager(
         later, _ = read_captured_graph(handle, tmp / f"{stem}-later.dot", pointers)
         return later
 
+    def around() -> Attribution:
+        # the hooks the first capture ran under (capture_step); their labels are dropped
+        return Attribution(step.model)
+
     try:
-        later = values.captured_later(torch, step, state, read)
-        # which words are unsteady: the same step again, at other depths of the host's stack
-        again = [
-            values.at_depth(depth, values.captured_later, torch, step, state, read)
-            for depth in values.AGAIN_DEPTHS
-        ]
+        later = values.captured_later(torch, step, state, read, around)
+        # which words are unsteady: the same step again, the host's stack and heap moved
+        again = values.captured_again(torch, step, state, read, around)
         report = frozen_values(G, later, again)
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:

@@ -204,8 +204,7 @@ class FailureWatch:
         native = callbacks.native_labeller()
         if native is None or not callbacks.subscriber().labels_natively:
             return  # asked for at each capture instead
-        self._gate = native
-        native.capturing(0)
+        self._gate = native  # which GraphWatch tells how many captures run
         self._watch(gated=True)
 
     def stop(self) -> None:
@@ -217,16 +216,12 @@ class FailureWatch:
         """The first capture running began: watch the calls that may break it."""
         if self.rec.stopped:
             return
-        if self._gate is not None:
-            self._gate.capturing(1)
-        elif not self._watching:
+        if self._gate is None and not self._watching:
             self._watch(gated=False)
 
     def captures_over(self) -> None:
         """No capture runs any more."""
-        if self._gate is not None:
-            self._gate.capturing(0)
-        elif self._watching:
+        if self._gate is None and self._watching:
             self._unwatch()
 
     def _watch(self, gated: bool) -> None:

@@ -117,6 +117,8 @@ class Recorder(State):
         self._subscribed = []
         with contextlib.suppress(Exception):
             self.failures.stop()
+        with contextlib.suppress(Exception):
+            self.graphs.stop()
 
     def finish(self) -> None:
         """Stop recording, build what is left, write final bundles and the index. Idempotent."""

@@ -29,7 +29,7 @@ from typing import Any
 import networkx as nx
 
 from ..model import display_name, nodes_by_graph
-from .arguments import changed_words
+from .arguments import WordChange, changed_words
 
 #: (relative, absolute) tolerance per dtype for two values to count as one. A graph replays
 #: the kernels eager launches, so most outputs agree to the bit; these admit a library that
@@ -202,12 +202,29 @@ def frozen_values(
             for other, by_graph in others:
                 c = other.nodes[by_graph[n][i]]
                 if c.get("name") == b.get("name"):
-                    unsteady |= {(w.arg, w.offset) for w in changed_words(b, c)[0]}
+                    unsteady |= {(w.arg, w.offset) for w in changed_words(b, c)[0] if not _held(w)}
             found = _differences(key, a, b)
             kept = [f for f in found if (f.arg, f.offset) not in unsteady]
             report.unsteady += len(found) - len(kept)
             report.frozen += kept
     return report
+
+
+def _outside_pool(pointer: dict[str, Any] | None) -> bool:
+    """Whether a word's ``pointers`` entry names memory the step reads from outside the
+    capture's own pool (an input, a parameter, the state, or a block of the program's)."""
+    if pointer is None:
+        return False
+    name = pointer.get("buffer") or pointer.get("segment")
+    own = not pointer.get("buffer") and "private pool" in str(pointer.get("segment"))
+    return isinstance(name, str) and not own and not name.startswith("output:")
+
+
+def _held(w: WordChange) -> bool:
+    """Whether a word that differs between two captures of one step is a pointer into held
+    memory in both: the step read another buffer each time (a tensor it makes anew each
+    step, allocated afresh before each capture), which is the finding, not stack bytes."""
+    return _outside_pool(w.pointer_before) and _outside_pool(w.pointer_after)
 
 
 def _differences(key: str, a: dict[str, Any], b: dict[str, Any]) -> list[Frozen]:
@@ -230,13 +247,9 @@ def _differences(key: str, a: dict[str, Any], b: dict[str, Any]) -> list[Frozen]
             # parameter, the state) that the same launch no longer reads a step later, the
             # step made that buffer anew: the graph reads the old one.
             pa = w.pointer_before
-            if pa is None:
-                continue  # the graph's word points nowhere known
-            name = pa.get("buffer") or pa.get("segment")
-            own = not pa.get("buffer") and "private pool" in str(pa.get("segment"))
-            if not isinstance(name, str) or own or name.startswith("output:"):
-                continue
-            kind, buffer = "pointer", name
+            if pa is None or not _outside_pool(pa):
+                continue  # points nowhere known, or into the capture's own memory
+            kind, buffer = "pointer", pa.get("buffer") or pa.get("segment")
         found.append(
             Frozen(
                 node=key,

@@ -241,12 +241,12 @@ def test_watched_calls_are_asked_once_and_gated_or_asked_at_each_capture(
     monkeypatch.setattr(watch._calls, "watch", lambda names, handler, exact: SUBSCRIPTIONS)
     watched = {(d, c) for d, c, _ in SUBSCRIPTIONS}
     watch.start()
-    if natively:  # for the whole run, dropped in C while no capture runs
-        assert set(sub.enabled) == watched and native.gated == watched and native.now == 0
+    if natively:  # for the whole run, dropped in C while no capture runs (GraphWatch counts)
+        assert set(sub.enabled) == watched and native.gated == watched
         watch.capture_began()
-        assert native.now == 1 and set(sub.enabled) == watched
+        assert set(sub.enabled) == watched and native.gated == watched
         watch.captures_over()
-        assert native.now == 0 and set(sub.enabled) == watched
+        assert set(sub.enabled) == watched
     else:  # without the C callback, CUPTI is asked at each capture
         assert sub.enabled == [] and native.gated == set()
         watch.capture_began()
@@ -277,3 +277,29 @@ def test_the_recorded_sample_names_the_read_back_that_broke_its_capture(samples:
     )
     (graph,) = rec.graphs
     assert graph["replays"] == 30 and graph["site"]["line"] == failure["capture"]["site"]["line"]
+
+
+def test_the_c_callback_is_told_how_many_captures_run_and_the_node_callback_is_ungated_at_stop(
+    watch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GraphWatch owns the count the C callback gates by: the node callback (gated where the
+    recorder labels in C, so that a clone's nodes at instantiation never reach Python) and the
+    failure watch's calls pass only while it is above 0."""
+    from graphscope.capture.record.graphs import GraphWatch
+
+    monkeypatch.setattr(callbacks, "dereference", lambda word: 0)
+    native = _Native()
+    graphs = GraphWatch(watch.rec)
+    graphs.native = native
+    graphs._gated = [(1, 12)]  # as subscriptions() gates GRAPHNODE_CREATED
+    native.gate(1, 12)
+    seen = []
+    for stream in (7, 8):  # two captures at once, then each ends
+        graphs._capture_begins(SimpleNamespace(words=[stream], code=0, name="begin"), False)
+        seen.append(native.now)
+    for stream in (7, 8):
+        graphs._capture_ends(SimpleNamespace(words=[stream, 0], code=0, name="end"), True)
+        seen.append(native.now)
+    assert seen == [1, 2, 1, 0] and graphs.capturing == 0
+    graphs.stop()
+    assert native.gated == set() and graphs._gated == []

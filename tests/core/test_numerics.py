@@ -305,6 +305,32 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     assert [f.node for f in frozen_values(llama, later, [steady, steady]).frozen] == [key]
 
 
+def test_a_pointer_to_a_new_buffer_at_each_capture_is_no_unsteady_word(
+    llama: nx.DiGraph,
+) -> None:
+    """A step that binds its next input as a new tensor reads another buffer at each capture
+    of the same step (each is allocated afresh): on the H100 the captures made to find
+    unsteady words hid the finding. A pointer into held memory in both is the finding."""
+    reads = _node_with(
+        llama,
+        lambda d: any(p.get("buffer", "").startswith("input:") for p in d.get("pointers") or []),
+    )
+    pointer = next(
+        p for p in llama.nodes[reads]["pointers"] if p.get("buffer", "").startswith("input:")
+    )
+    later, again = copy.deepcopy(llama), copy.deepcopy(llama)
+    for G, moved in ((later, 4096), (again, 8192)):
+        word = (pointer["address"] + moved).to_bytes(8, "little").hex()
+        _set_word(G.nodes[reads], pointer["arg"], pointer["offset"], word)
+    [frozen] = frozen_values(llama, later, [again]).frozen
+    assert (frozen.node, frozen.kind, frozen.buffer) == (reads, "pointer", pointer["buffer"])
+    # the same word where the later captures name no memory for it: unsteady
+    for G in (later, again):
+        G.nodes[reads]["pointers"] = [q for q in G.nodes[reads]["pointers"] if q != pointer]
+    report = frozen_values(llama, later, [again])
+    assert report.frozen == [] and report.unsteady == 1
+
+
 def test_an_empty_functors_byte_is_no_frozen_value(llama: nx.DiGraph) -> None:
     """PyTorch's elementwise kernels take their functor by value; a lambda that captures
     nothing is one byte nothing writes (0x90 at one capture, 0x00 at the next on the H100).
@@ -339,3 +365,27 @@ def test_a_capture_again_is_made_deeper_on_the_stack() -> None:
     for levels in AGAIN_DEPTHS:
         there, extra = at_depth(levels, depth, 7)
         assert extra == 7 and there >= here + 2 * levels
+
+
+def test_a_capture_again_with_the_heap_moved_gets_other_blocks() -> None:
+    """The second further capture runs with the small blocks the allocator would hand back
+    taken: a temporary made inside lives elsewhere (its address, left in a struct's unwritten
+    slot, then differs)."""
+    import ctypes
+
+    from graphscope.capture.numerics import heap_moved
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+
+    def temporary() -> int:
+        block = libc.malloc(48)
+        libc.free(block)
+        return int(block)
+
+    outside = temporary()
+    assert temporary() == outside  # the same block back, along the same path
+    inside = heap_moved(temporary)
+    assert inside != outside
