@@ -495,6 +495,9 @@ AGAIN_DEPTHS = (48, 112)
 #: the small ones C++ temporaries (shape and stride vectors, argument lists) are made in.
 HEAP_SIZES = tuple(range(16, 1025, 16))
 HEAP_BLOCKS = 32  # per size: past glibc's per-thread cache (7) and its fast bins
+#: Larger blocks (C++ objects such as a graph's or a pool's), fewer of each.
+HEAP_LARGE = tuple(1 << n for n in range(11, 17))
+HEAP_LARGE_BLOCKS = 8
 
 
 def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
@@ -525,6 +528,7 @@ def heap_moved(fn: Callable[..., Any], *args: Any) -> Any:
     libc.malloc.argtypes = [ctypes.c_size_t]
     libc.free.argtypes = [ctypes.c_void_p]
     taken = [libc.malloc(size) for size in HEAP_SIZES for _ in range(HEAP_BLOCKS)]
+    taken += [libc.malloc(size) for size in HEAP_LARGE for _ in range(HEAP_LARGE_BLOCKS)]
     try:
         return fn(*args)
     finally:
@@ -539,12 +543,20 @@ def captured_again(
     state: Any,
     read: Callable[[int], nx.DiGraph],
     around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
-) -> list[nx.DiGraph]:
-    """The later step captured twice more, with the host's stack and heap laid out otherwise
-    (``frozen_values``' ``again``): bytes no launch fills differ between these and the later
-    capture, and are unsteady; a value the graph froze does not."""
+    warmup: int = 0,
+) -> tuple[list[nx.DiGraph], list[nx.DiGraph]]:
+    """Further captures with the host's stack and heap laid out otherwise: (the first step
+    again, the later step twice again). Bytes no launch fills differ between these and the
+    capture of the same step, and are unsteady; a value the graph froze does not. The first
+    step is the one ``warmup`` steps after ``state``'s snapshot, as the first capture was.
+
+    The first step again catches the unfilled words that point at host objects made once
+    between the first capture and the later ones: they repeat in every later capture (an H100
+    run, after the stack and heap were moved: 2 words on tiny-gpt at batch 2, 28 on
+    tiny-llama)."""
     shallow, deep = AGAIN_DEPTHS
-    return [
+    first = heap_moved(at_depth, shallow, captured_later, torch, step, state, read, around, warmup)
+    return [first], [
         at_depth(shallow, captured_later, torch, step, state, read, around),
         heap_moved(at_depth, deep, captured_later, torch, step, state, read, around),
     ]
@@ -556,9 +568,13 @@ def captured_later(
     state: Any,
     read: Callable[[int], nx.DiGraph],
     around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    steps_on: int = 1,
 ) -> nx.DiGraph:
-    """The step captured one step after the first capture, read by ``read(handle)``.
-    Called twice, it gives two captures of the same step (``frozen_values``' ``again``).
+    """The step captured after ``steps_on`` eager steps from ``state``'s snapshot, read by
+    ``read(handle)``: 1 gives a step other than the first capture's (which followed the
+    warm-up from the same snapshot), the warm-up's count gives the first capture's step
+    again. Called again, it gives further captures of the same step (``frozen_values``'
+    ``again`` and ``first_again``).
 
     ``around()`` is entered around the capture as it was around the first: the unfilled
     slots of a launch's argument structs hold what earlier code left on the host's stack,
@@ -566,8 +582,9 @@ def captured_later(
     other bytes there (an H100 run: 155 to 3,173 such words on a clean model, compared with
     captures made without them)."""
     state.restore()
-    with torch.no_grad():
-        step.run()
+    for _ in range(steps_on):
+        with torch.no_grad():
+            step.run()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     generators = [g.clone_state() for g in torch.cuda.default_generators]
@@ -577,7 +594,7 @@ def captured_later(
     except Exception as exc:
         for g, saved in zip(torch.cuda.default_generators, generators, strict=True):
             g.graphsafe_set_state(saved)
-        raise CaptureError(f"the step could not be captured a step later ({exc})") from None
+        raise CaptureError(f"the step could not be captured again ({exc})") from None
     torch.cuda.synchronize()
     try:
         return read(int(graph.raw_cuda_graph()))

@@ -358,7 +358,7 @@ def _capture(
         trace = encode_eager_trace(records)
         joined = attach_eager(G, trace)
         if numerics:
-            _compare_with_eager(torch, step, state, G, Path(tmp), stem, say)
+            _compare_with_eager(torch, step, state, G, Path(tmp), stem, say, warmup)
         G.graph["timing"] = {
             **timing,
             "eager_step_us": eager_us,
@@ -388,10 +388,18 @@ def _capture(
 
 
 def _compare_with_eager(
-    torch: Any, step: Step, state: State, G: nx.DiGraph, tmp: Path, stem: str, say: Progress
+    torch: Any,
+    step: Step,
+    state: State,
+    G: nx.DiGraph,
+    tmp: Path,
+    stem: str,
+    say: Progress,
+    warmup: int,
 ) -> None:
     """Put ``numerics`` and ``frozen`` on G (``capture.numerics``); a failure of either is
-    said in its section, and the capture goes on."""
+    said in its section, and the capture goes on. ``warmup``: the steps run from ``state``
+    before G was captured."""
     say(f"{stem}: comparing the graph's values with eager's at the next step")
     section = values.compare_with_eager(torch, step, state, G, lambda m: say(f"{stem}: {m}"))
     G.graph["numerics"] = section
@@ -410,9 +418,9 @@ def _compare_with_eager(
 
     try:
         later = values.captured_later(torch, step, state, read, around)
-        # which words are unsteady: the same step again, the host's stack and heap moved
-        again = values.captured_again(torch, step, state, read, around)
-        report = frozen_values(G, later, again)
+        # which words are unsteady: the same steps again, the host's stack and heap moved
+        first_again, again = values.captured_again(torch, step, state, read, around, warmup)
+        report = frozen_values(G, later, again, first_again)
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:
             if row.kind == "pointer":

@@ -162,12 +162,17 @@ def _site(data: dict[str, Any]) -> str | None:
 
 
 def frozen_values(
-    G: nx.DiGraph, later: nx.DiGraph, again: Sequence[nx.DiGraph] = ()
+    G: nx.DiGraph,
+    later: nx.DiGraph,
+    again: Sequence[nx.DiGraph] = (),
+    first_again: Sequence[nx.DiGraph] = (),
 ) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
     captured one step later (nodes paired in creation order, graph by graph). ``again``, the
-    later step captured once or more again, tells which words are unsteady: those that differ
-    between captures of one step hold memory nothing wrote, and are left out."""
+    later step captured once or more again, and ``first_again``, G's step captured again,
+    tell which words are unsteady: those that differ between captures of one step hold memory
+    nothing wrote, and are left out (but for a pointer into held memory in both, a buffer the
+    step makes anew at each run)."""
     graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
     shape = [len(v) for _, v in sorted(graphs.items())]
     shape_later = [len(v) for _, v in sorted(graphs_later.items())]
@@ -178,12 +183,18 @@ def frozen_values(
             f"{len(shape_later)} graph(s) against {sum(shape):,} in {len(shape)}: the step "
             "launches other work from one step to the next, so no argument was compared",
         )
-    # each capture again, its nodes graph by graph; one of another shape tells nothing
-    others = []
-    for other in again:
-        by_graph = [v for _, v in sorted(nodes_by_graph(other).items())]
-        if [len(v) for v in by_graph] == shape:
-            others.append((other, by_graph))
+
+    def paired(captures: Sequence[nx.DiGraph]) -> list[tuple[nx.DiGraph, list[list[str]]]]:
+        # each capture again, its nodes graph by graph; one of another shape tells nothing
+        found = []
+        for other in captures:
+            by_graph = [v for _, v in sorted(nodes_by_graph(other).items())]
+            if [len(v) for v in by_graph] == shape:
+                found.append((other, by_graph))
+        return found
+
+    # (the capture each one repeats, the captures again)
+    checks = [(False, paired(again)), (True, paired(first_again))]
     report = FrozenReport(0)
     for n, (gid, gid_later) in enumerate(zip(sorted(graphs), sorted(graphs_later), strict=True)):
         for i, (key, key_later) in enumerate(
@@ -199,10 +210,14 @@ def frozen_values(
             if args_a == args_b or len(args_a) != len(args_b):
                 continue
             unsteady: set[tuple[int, int]] = set()
-            for other, by_graph in others:
-                c = other.nodes[by_graph[n][i]]
-                if c.get("name") == b.get("name"):
-                    unsteady |= {(w.arg, w.offset) for w in changed_words(b, c)[0] if not _held(w)}
+            for first, others in checks:
+                base = a if first else b
+                for other, by_graph in others:
+                    c = other.nodes[by_graph[n][i]]
+                    if c.get("name") == base.get("name"):
+                        unsteady |= {
+                            (w.arg, w.offset) for w in changed_words(base, c)[0] if not _held(w)
+                        }
             found = _differences(key, a, b)
             kept = [f for f in found if (f.arg, f.offset) not in unsteady]
             report.unsteady += len(found) - len(kept)

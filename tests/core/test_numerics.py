@@ -303,6 +303,14 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     report = frozen_values(llama, later, [shorter, steady, again])
     assert report.frozen == [] and report.unsteady == 1
     assert [f.node for f in frozen_values(llama, later, [steady, steady]).frozen] == [key]
+    # A word the later captures all agree on, but the first step captured again does not (it
+    # points at a host object made once after the first capture): unsteady too.
+    first_again = copy.deepcopy(llama)
+    _set_word(first_again.nodes[key], 0, 0, "05000000")
+    report = frozen_values(llama, later, [steady], [first_again])
+    assert report.frozen == [] and report.unsteady == 1
+    report = frozen_values(llama, later, [steady], [copy.deepcopy(llama)])
+    assert [f.node for f in report.frozen] == [key]
 
 
 def test_a_pointer_to_a_new_buffer_at_each_capture_is_no_unsteady_word(
