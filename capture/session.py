@@ -420,7 +420,8 @@ def _compare_with_eager(
         later = values.captured_later(torch, step, state, read, around)
         # which words are unsteady: the same steps again, the host's stack and heap moved
         first_again, again = values.captured_again(torch, step, state, read, around, warmup)
-        report = frozen_values(G, later, again, first_again)
+        first = section.get("first") or {}
+        report = frozen_values(G, later, again, first_again, set(first.get("nodes") or ()))
         blocks = BlockMap(torch.cuda.memory_snapshot())
         for row in report.frozen:
             if row.kind == "pointer":

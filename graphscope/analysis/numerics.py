@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -166,13 +166,17 @@ def frozen_values(
     later: nx.DiGraph,
     again: Sequence[nx.DiGraph] = (),
     first_again: Sequence[nx.DiGraph] = (),
+    differing: Collection[str] = (),
 ) -> FrozenReport:
     """Compare each kernel's arguments in ``G`` with the same launch in ``later``, the step
     captured one step later (nodes paired in creation order, graph by graph). ``again``, the
     later step captured once or more again, and ``first_again``, G's step captured again,
     tell which words are unsteady: those that differ between captures of one step hold memory
     nothing wrote, and are left out (but for a pointer into held memory in both, a buffer the
-    step makes anew at each run)."""
+    step makes anew at each run). A word of a node in ``differing``, the nodes of the first
+    op whose values differ from eager's, stays: the step's own state may not repeat from one
+    capture to the next (a Python counter the step does not reset), and that node's result
+    shows the argument mattered."""
     graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
     shape = [len(v) for _, v in sorted(graphs.items())]
     shape_later = [len(v) for _, v in sorted(graphs_later.items())]
@@ -219,6 +223,8 @@ def frozen_values(
                             (w.arg, w.offset) for w in changed_words(base, c)[0] if not _held(w)
                         }
             found = _differences(key, a, b)
+            if key in differing:
+                unsteady = set()
             kept = [f for f in found if (f.arg, f.offset) not in unsteady]
             report.unsteady += len(found) - len(kept)
             report.frozen += kept

@@ -311,6 +311,12 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     assert report.frozen == [] and report.unsteady == 1
     report = frozen_values(llama, later, [steady], [copy.deepcopy(llama)])
     assert [f.node for f in report.frozen] == [key]
+    # On a node of the first op whose values differ from eager's, the word stays: a step
+    # that does not reset its Python counter captures another value each time.
+    report = frozen_values(llama, later, [again], [first_again], differing={key})
+    assert [f.node for f in report.frozen] == [key] and report.unsteady == 0
+    report = frozen_values(llama, later, [again], [first_again], differing={"graph_9_node_9"})
+    assert report.frozen == [] and report.unsteady == 1
 
 
 def test_a_pointer_to_a_new_buffer_at_each_capture_is_no_unsteady_word(
