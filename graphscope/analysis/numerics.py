@@ -173,10 +173,10 @@ def frozen_values(
     later step captured once or more again, and ``first_again``, G's step captured again,
     tell which words are unsteady: those that differ between captures of one step hold memory
     nothing wrote, and are left out (but for a pointer into held memory in both, a buffer the
-    step makes anew at each run). A word of a node in ``differing``, the nodes of the first
-    op whose values differ from eager's, stays: the step's own state may not repeat from one
-    capture to the next (a Python counter the step does not reset), and that node's result
-    shows the argument mattered."""
+    step makes anew at each run). On a node in ``differing``, the nodes of the first op
+    whose values differ from eager's, with no steady word, the unsteady words stay: the step's
+    own state may not repeat from one capture to the next (a Python counter the step does not
+    reset), and that node's result shows an argument mattered."""
     graphs, graphs_later = nodes_by_graph(G), nodes_by_graph(later)
     shape = [len(v) for _, v in sorted(graphs.items())]
     shape_later = [len(v) for _, v in sorted(graphs_later.items())]
@@ -223,9 +223,9 @@ def frozen_values(
                             (w.arg, w.offset) for w in changed_words(base, c)[0] if not _held(w)
                         }
             found = _differences(key, a, b)
-            if key in differing:
-                unsteady = set()
             kept = [f for f in found if (f.arg, f.offset) not in unsteady]
+            if not kept and key in differing:
+                kept = found  # no steady word explains the difference: the unsteady ones may
             report.unsteady += len(found) - len(kept)
             report.frozen += kept
     return report

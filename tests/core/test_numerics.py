@@ -311,12 +311,27 @@ def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
     assert report.frozen == [] and report.unsteady == 1
     report = frozen_values(llama, later, [steady], [copy.deepcopy(llama)])
     assert [f.node for f in report.frozen] == [key]
-    # On a node of the first op whose values differ from eager's, the word stays: a step
-    # that does not reset its Python counter captures another value each time.
+    # On a node of the first op whose values differ from eager's, with no steady word, the
+    # unsteady word stays: a step that does not reset its Python counter captures another
+    # value each time.
     report = frozen_values(llama, later, [again], [first_again], differing={key})
     assert [f.node for f in report.frozen] == [key] and report.unsteady == 0
     report = frozen_values(llama, later, [again], [first_again], differing={"graph_9_node_9"})
     assert report.frozen == [] and report.unsteady == 1
+    # Where a steady word explains that node, its unsteady words (unfilled slots) stay out.
+    pointers = {(p["arg"], p["offset"]) for p in llama.nodes[key].get("pointers") or []}
+    wide, at = next(
+        (i, o)
+        for i, arg in enumerate(llama.nodes[key]["args"])
+        if i > 0 and arg["size"] >= 16
+        for o in range(0, arg["size"] - 7, 8)
+        if (i, o) not in pointers
+    )
+    later2, again2 = copy.deepcopy(later), copy.deepcopy(later)  # argument 0 steady at 2
+    _set_word(later2.nodes[key], wide, at, "11" * 8)
+    _set_word(again2.nodes[key], wide, at, "22" * 8)
+    report = frozen_values(llama, later2, [again2], [copy.deepcopy(llama)], differing={key})
+    assert [(f.arg, f.offset) for f in report.frozen] == [(0, 0)] and report.unsteady == 1
 
 
 def test_a_pointer_to_a_new_buffer_at_each_capture_is_no_unsteady_word(
