@@ -569,6 +569,20 @@ def values_differ(G: nx.DiGraph, index: Index) -> list[Finding]:
     ]
 
 
+def values_agree(G: nx.DiGraph) -> bool:
+    """Whether the value comparison ran and found the graph's values equal to eager's."""
+    section = G.graph.get("numerics")
+    return (
+        isinstance(section, dict)
+        and not section.get("error")
+        and section.get("first") is None
+        and (section.get("compared") or 0) > 0
+        and not any(
+            isinstance(o, dict) and o.get("difference") for o in section.get("outputs") or []
+        )
+    )
+
+
 def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:
     """Kernel arguments that change from one step to the next, constant in the graph."""
     raw = G.graph.get("frozen")
@@ -590,17 +604,34 @@ def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:
     values = [f for f in report.frozen if f.kind == "value"]
     pointers = [f for f in report.frozen if f.kind == "pointer"]
     if values:
+        why = (
+            "Captured one step later, the same launches take other values: a Python "
+            "number, a position, a length, an RNG seed or offset passed by value. The "
+            "graph keeps the value of the step it was captured at, and every replay runs "
+            "with it."
+        )
+        title = (
+            f"{len(values):,} kernel argument(s) change from one step to the next but are "
+            "constant in the graph"
+        )
+        severity = "warning"
+        if values_agree(G):
+            # Evidence against: the graph replayed at that later step computed what eager did.
+            severity = "info"
+            title += ", yet the graph's values matched eager's at the step compared"
+            why += (
+                " Here the graph's values matched eager's at the step after the capture's, so "
+                "these words may be bytes the kernel never reads (slots of an argument struct "
+                "that the launch code leaves unfilled, holding whatever the host's memory "
+                "held) or values that matter only at other steps."
+            )
         out.append(
             Finding(
                 "frozen-value",
-                "warning",
-                f"{len(values):,} kernel argument(s) change from one step to the next but are "
-                "constant in the graph",
+                severity,
+                title,
                 index.ordered({f.node for f in values if f.node in G}),
-                "Captured one step later, the same launches take other values: a Python "
-                "number, a position, a length, an RNG seed or offset passed by value. The "
-                "graph keeps the value of the step it was captured at, and every replay runs "
-                "with it.",
+                why,
                 "Keep the value in a device tensor that the step updates in place and the "
                 "kernel reads, or capture one graph per value.",
                 details=[f.said() for f in values],
