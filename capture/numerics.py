@@ -516,7 +516,7 @@ def at_depth(levels: int, fn: Callable[..., Any], *args: Any) -> Any:
 
 
 def heap_moved(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(*args)`` with many small blocks of the host's heap taken, and given back after.
+    """``fn(*args)`` with many blocks of the host's heap taken, and given back after.
 
     Some unfilled slots hold the address of a C++ temporary an earlier launch made and freed:
     the allocator hands the same block back along the same path, so those words repeat from

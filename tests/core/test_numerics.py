@@ -303,6 +303,9 @@ def test_the_node_panel_says_what_the_comparison_found_at_its_node(llama: nx.DiG
     H.graph["numerics"].update(first=None, differing_ops=0, outputs=[{"name": "x"}])
     calm = listed(H)
     assert calm.className == "" and "may be bytes the kernel never reads" in shown_text(calm)
+    # a pointer the step rebinds is raised whatever the values did, as its finding is
+    H.graph["frozen"]["frozen"][0].update(kind="pointer", buffer="input:x")
+    assert listed(H).className == "error"
 
 
 def test_a_word_that_differs_between_two_captures_of_one_step_is_left_out(
