@@ -15,7 +15,7 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import creation_order, display_name, origin_of, replay_median
-from .numerics import Difference, first_difference_text, read_frozen
+from .numerics import Difference, first_difference_text, grouped_lines, read_frozen
 from .summary import parity_lines
 from .timing import step_timing
 
@@ -634,7 +634,7 @@ def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:
                 why,
                 "Keep the value in a device tensor that the step updates in place and the "
                 "kernel reads, or capture one graph per value.",
-                details=[f.said() for f in values],
+                details=grouped_lines(values),
             )
         )
     if pointers:
@@ -651,7 +651,7 @@ def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:
                 "memory that has since been freed and reused.",
                 "Copy the new values into the tensor the graph reads (static.copy_(new)) "
                 "instead of binding a new one, and keep it alive while the graph lives.",
-                details=[f.said() for f in pointers],
+                details=grouped_lines(pointers),
             )
         )
     if report.unpaired:

@@ -109,6 +109,34 @@ class Frozen:
         )
 
 
+#: Nodes named in a grouped finding line (``grouped_lines``); the rest are counted.
+GROUP_NODES = 6
+
+
+def grouped_lines(rows: Sequence[Frozen]) -> list[str]:
+    """One line per finding, but one per argument word that several nodes of one kernel share
+    (a length or position passed to every layer's launch): the first node's line, then the
+    others, named up to ``GROUP_NODES``."""
+    groups: dict[tuple[str, str, int, int], list[Frozen]] = {}
+    for row in rows:
+        groups.setdefault((row.kind, row.name, row.arg, row.offset), []).append(row)
+    lines = []
+    for first, *others in groups.values():
+        if not others:
+            lines.append(first.said())
+            continue
+        keys = [o.node for o in others]
+        named = ", ".join(keys[:GROUP_NODES])
+        if len(keys) > GROUP_NODES:
+            named += f" and {len(keys) - GROUP_NODES:,} more"
+        same = all((o.captured, o.later) == (first.captured, first.later) for o in others)
+        lines.append(
+            f"{first.said()}; the same word of {len(keys):,} more launch(es) of this kernel, "
+            f"{'with the same values' if same else 'with other values'}: {named}"
+        )
+    return lines
+
+
 def _narrowed(offset: int, captured: str, later: str) -> tuple[int, str, str]:
     """An 8-byte word narrowed to the 4-byte half that changed, where only one did: a functor
     passed by value packs a float scalar beside other bytes (PyTorch's ``AUnaryFunctor`` holds

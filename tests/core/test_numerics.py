@@ -14,7 +14,14 @@ import pytest
 
 import graphscope
 from graphscope.analysis.findings import findings
-from graphscope.analysis.numerics import first_difference_text, frozen_values, read_frozen
+from graphscope.analysis.numerics import (
+    GROUP_NODES,
+    Frozen,
+    first_difference_text,
+    frozen_values,
+    grouped_lines,
+    read_frozen,
+)
 from graphscope.errors import InputError
 
 BUNDLES = Path(__file__).resolve().parents[2] / "samples" / "bundles"
@@ -447,3 +454,25 @@ def test_a_capture_again_with_the_heap_moved_gets_other_blocks() -> None:
     assert temporary() == outside  # the same block back, along the same path
     inside = heap_moved(temporary)
     assert inside != outside
+
+
+def test_a_word_frozen_in_many_launches_of_one_kernel_is_one_line() -> None:
+    """A length passed to every layer's launch is frozen in each: one line names the first
+    launch's values and the other launches, up to GROUP_NODES of them."""
+
+    def row(node: str, later: str = "08000000", arg: int = 2) -> Frozen:
+        return Frozen(node, "attention_kernel", arg, 0, 4, "07000000", later, "value")
+
+    layers = [row(f"graph_1_node_{i}") for i in range(10)]
+    lines = grouped_lines([*layers, row("graph_1_node_99", arg=3)])
+    assert len(lines) == 2
+    assert lines[0].startswith("graph_1_node_0 attention_kernel: argument 2 is 7 in the graph")
+    assert "; the same word of 9 more launch(es) of this kernel, with the same values: " in lines[0]
+    named = [f"graph_1_node_{i}" for i in range(1, 1 + GROUP_NODES)]
+    assert lines[0].endswith(", ".join(named) + f" and {9 - GROUP_NODES:,} more")
+    assert lines[1] == row("graph_1_node_99", arg=3).said()
+    mixed = grouped_lines([row("a"), row("b", later="09000000")])
+    assert mixed == [
+        row("a").said() + "; the same word of 1 more launch(es) of this kernel, "
+        "with other values: b"
+    ]
