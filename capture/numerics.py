@@ -543,20 +543,25 @@ def captured_again(
     state: Any,
     read: Callable[[int], nx.DiGraph],
     around: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
-    warmup: int = 0,
+    warmup: int | None = 0,
 ) -> tuple[list[nx.DiGraph], list[nx.DiGraph]]:
     """Further captures with the host's stack and heap laid out otherwise: (the first step
     again, the later step twice again). Bytes no launch fills differ between these and the
     capture of the same step, and are unsteady; a value the graph froze does not. The first
-    step is the one ``warmup`` steps after ``state``'s snapshot, as the first capture was.
+    step is the one ``warmup`` steps after ``state``'s snapshot, as the first capture was;
+    None: a graph captured elsewhere, whose step cannot be made again (none then).
 
     The first step again catches the unfilled words that point at host objects made once
     between the first capture and the later ones: they repeat in every later capture (an H100
     run, after the stack and heap were moved: 2 words on tiny-gpt at batch 2, 28 on
     tiny-llama)."""
     shallow, deep = AGAIN_DEPTHS
-    first = heap_moved(at_depth, shallow, captured_later, torch, step, state, read, around, warmup)
-    return [first], [
+    first = []
+    if warmup is not None:
+        first.append(
+            heap_moved(at_depth, shallow, captured_later, torch, step, state, read, around, warmup)
+        )
+    return first, [
         at_depth(shallow, captured_later, torch, step, state, read, around),
         heap_moved(at_depth, deep, captured_later, torch, step, state, read, around),
     ]

@@ -395,11 +395,12 @@ def _compare_with_eager(
     tmp: Path,
     stem: str,
     say: Progress,
-    warmup: int,
+    warmup: int | None,
 ) -> None:
     """Put ``numerics`` and ``frozen`` on G (``capture.numerics``); a failure of either is
     said in its section, and the capture goes on. ``warmup``: the steps run from ``state``
-    before G was captured."""
+    before G was captured by ``capture_step``; None for a graph captured elsewhere
+    (``inspect_graph``), under no hooks of ours and at a step that cannot be made again."""
     say(f"{stem}: comparing the graph's values with eager's at the next step")
     section = values.compare_with_eager(torch, step, state, G, lambda m: say(f"{stem}: {m}"))
     G.graph["numerics"] = section
@@ -412,14 +413,14 @@ def _compare_with_eager(
         later, _ = read_captured_graph(handle, tmp / f"{stem}-later.dot", pointers)
         return later
 
-    def around() -> Attribution:
+    def hooked() -> contextlib.AbstractContextManager[Any]:
         # the hooks the first capture ran under (capture_step); their labels are dropped
-        return Attribution(step.model)
+        return Attribution(step.model) if warmup is not None else contextlib.nullcontext()
 
     try:
-        later = values.captured_later(torch, step, state, read, around)
+        later = values.captured_later(torch, step, state, read, hooked)
         # which words are unsteady: the same steps again, the host's stack and heap moved
-        first_again, again = values.captured_again(torch, step, state, read, around, warmup)
+        first_again, again = values.captured_again(torch, step, state, read, hooked, warmup)
         first = section.get("first") or {}
         report = frozen_values(G, later, again, first_again, set(first.get("nodes") or ()))
         blocks = BlockMap(torch.cuda.memory_snapshot())
@@ -507,6 +508,7 @@ def inspect_graph(
     buffers: Mapping[str, Any] | None = None,
     progress: Progress | None = None,
     command: str | None = None,
+    step: Step | None = None,
 ) -> Path:
     """Read and time a graph someone else captured (vLLM, SGLang, your own engine) as it is.
 
@@ -514,8 +516,15 @@ def inspect_graph(
     its own ``replay()``), or a ``cudaGraph_t``/``CUgraph`` handle or its integer value
     (instantiated here and launched on a new stream). Replays run the graph's kernels on its
     buffers as they are: pass the tensors a replay mutates as ``state`` to have them restored,
-    and ``buffers`` (name -> tensor) to name pointers in kernel arguments. There is no eager
-    step and no attribution: only the code that captured the graph could say those.
+    and ``buffers`` (name -> tensor) to name pointers in kernel arguments. There is no
+    attribution: only the code that captured the graph could say that.
+
+    ``step``, the code the graph was captured from as a :class:`~graphscope.capture.models.
+    Step` (its ``run`` one step, eagerly, on the tensors the graph reads), adds what
+    ``capture`` says of its own graphs: the step run eagerly and captured anew one step on,
+    the first op whose values differ from eager's and the kernel arguments this graph froze
+    (``numerics`` and ``frozen``). Its inputs, outputs and model name pointers too, and its
+    ``state()`` is restored where ``state`` is not given.
     """
     say = progress or (lambda _msg: None)
     torch = require("torch")
@@ -539,15 +548,20 @@ def inspect_graph(
         check(drv.cuCtxSynchronize(), "cuCtxSynchronize")
 
     try:
-        snapshot = State(list(state))
+        tensors = list(state) or (step.state() if step is not None else [])
+        snapshot = State(tensors, step.reset if step is not None else None)
+        named = {**(_step_buffers(step) if step is not None else {}), **dict(buffers or {})}
+        models = [("", step.model)] if step is not None and step.model is not None else []
         with tempfile.TemporaryDirectory(dir=out) as tmp:
             dot_tmp = Path(tmp) / f"{stem}.dot"
             say(f"{stem}: reading the graph through the driver")
-            pointers = pointer_map(torch, dict(buffers or {}))
+            pointers = pointer_map(torch, named, models)
             G, introspect_s = read_captured_graph(handle, dot_tmp, pointers)
             say(f"{stem}: {G.number_of_nodes()} nodes; timing up to {replays} replays")
             timing = _time_replays(G, replay, sync, snapshot, replays)
             timing["introspect_us_per_node"] = introspect_s / max(G.number_of_nodes(), 1) * 1e6
+            if step is not None:
+                _compare_with_eager(torch, step, snapshot, G, Path(tmp), stem, say, None)
             G.graph["timing"] = timing
             G.graph.update(_metadata(torch, command), model=name, batch_size=None)
             bundle = _save(G, out, stem, dot_tmp)

@@ -285,3 +285,41 @@ def test_a_clean_step_raises_no_alarm(tmp_path: Path) -> None:
     assert G.graph["frozen"]["frozen"] == [], G.graph["frozen"]
     codes = {f.code for f in findings(G)}
     assert not codes & {"values-differ", "frozen-value", "rebound-input", "values-not-compared"}
+
+
+@pytest.mark.parametrize("factory", ["python_scalar", "clean"])
+def test_inspect_graph_given_the_step_compares_the_users_graph_with_eager(
+    factory: str, tmp_path: Path
+) -> None:
+    """A graph the user captured with torch.cuda.graph, given to inspect_graph with the step
+    it was captured from: the planted scalar is found at its op and line, as capture finds
+    it, and the clean step raises nothing."""
+    import gpu_models
+    import torch
+    from graphscope.capture import session
+
+    from graphscope.analysis.findings import findings
+
+    step = getattr(gpu_models, factory)(1)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):  # the graph holds the third step's counter
+            step.run()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.cuda.graph(graph):
+        step.run()
+    torch.cuda.synchronize()
+    G = graphscope.load(session.inspect_graph(graph, tmp_path, name=factory, step=step))
+    first, frozen = G.graph["numerics"]["first"], G.graph["frozen"]["frozen"]
+    codes = {f.code for f in findings(G)}
+    if factory == "clean":
+        assert first is None and frozen == [], (G.graph["numerics"], frozen)
+        assert not codes & {"values-differ", "frozen-value", "rebound-input"}
+        return
+    line = gpu_models.planted_line(factory)
+    assert first is not None and first["op"] == "aten::mul", G.graph["numerics"]
+    assert first["site"].startswith(f"gpu_models.py:{line} "), first
+    assert any(f["node"] in first["nodes"] and f["kind"] == "value" for f in frozen), frozen
+    assert {"values-differ", "frozen-value"} <= codes
