@@ -191,6 +191,21 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
 
         return run
 
+    def ids_asked(variant: Callable[[], Any]) -> Callable[[], Any]:
+        """``variant`` with the C labeller asking CUPTI for every node's id, none guessed."""
+
+        @contextlib.contextmanager
+        def run() -> Iterator[None]:
+            native = callbacks.native_labeller()
+            native.guess_ids(False)
+            try:
+                with variant():
+                    yield
+            finally:
+                native.guess_ids(True)
+
+        return run
+
     variants = {
         "plain": plain,
         "module hooks (no-op)": module_hooks,
@@ -220,6 +235,8 @@ def _variants() -> dict[str, Callable[[], contextlib.AbstractContextManager[Any]
     variants["recorder (default)"] = recorder(True)
     if callbacks.native_labeller() is not None:
         variants["recorder, frame objects"] = frame_objects(recorder(True))
+    if callbacks.native_labeller() is not None:
+        variants["recorder, every node id asked"] = ids_asked(recorder(True))
     variants["recorder, no parameter walk"] = recorder(True, parameters=False)
     variants["recorder, no clone"] = recorder(True, clone=False)
     variants["recorder, garbage collector off"] = recorder(True, collect=False)
@@ -247,6 +264,10 @@ def main() -> None:
             k: v for k, v in variants.items() if k == "plain" or any(w in k for w in args.only)
         }
     times: dict[str, list[float]] = {name: [] for name in variants}
+    from graphscope.capture import callbacks
+
+    native = callbacks.native_labeller()
+    ids: dict[str, list[int]] = {name: [0, 0, 0] for name in variants}  # asked, guessed, missed
     nodes = 0
     with torch.no_grad():
         for _ in range(3):
@@ -255,11 +276,15 @@ def main() -> None:
             for name, variant in variants.items():
                 graph = torch.cuda.CUDAGraph()
                 torch.cuda.synchronize()
+                counted = native.id_counts() if native is not None else (0, 0, 0)
                 with variant():
                     started = time.perf_counter()
                     with torch.cuda.graph(graph):
                         model(tokens, pos)
                     times[name].append(time.perf_counter() - started)
+                if native is not None:
+                    now = native.id_counts()
+                    ids[name] = [a + n - c for a, n, c in zip(ids[name], now, counted, strict=True)]
                 if not nodes:
                     from graphscope.capture import grab
 
@@ -281,6 +306,7 @@ def main() -> None:
                     "ratio": round(median / base, 3),
                     "added_us_per_node": round((median - base) / nodes * 1e6, 2),
                     "runs_s": [round(r, 4) for r in runs[1:]],
+                    "node_ids_asked_guessed_missed": ids[name],
                 }
             ),
             flush=True,

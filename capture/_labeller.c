@@ -365,6 +365,7 @@ array_free(Array *array)
 /* A label as noted: indices into `codes` and `paths` (-1: none), byte offsets for lines. */
 typedef struct {
     uint64_t id;
+    void *node; /* the CUgraphNode, to read its id again while the chain below is unsettled */
     int32_t module, user, user_at, generated, generated_at;
 } Record;
 
@@ -375,6 +376,26 @@ static Table type_table;   /* type -> 1 if an nn.Module subclass, else 0 */
 static Table module_table; /* module -> index in paths; emptied whenever learn() runs */
 static Array paths;        /* PyObject *, a module's path */
 static Array records;      /* Record: labels not drained yet */
+
+/* Node ids without asking CUPTI for each. cuptiGetGraphNodeId cost 0.64 us a node on the H100,
+ * a fifth of the recorder's cost per captured node (docs/RECORD.md), and its answer is
+ * (graph id << 32 | local id), where a graph's local ids count its nodes as they are made.
+ * While one stream capture runs, the next node of the same graph is taken to have the last id
+ * + 1, and every ID_CHECK_EVERY-th node CUPTI is asked. Its answer settles the chain: the ids
+ * only grow, so a match means every guess since the last answer was right; a miss reads each
+ * guessed record's id again from its node (the graph is being added to, so its nodes live).
+ * The chain is settled, or dropped, before anything could free the graph: at each change of
+ * the count of captures (the end of a capture that failed drops it) and when another graph
+ * is added to. drain() hands over only settled records. */
+#define ID_CHECK_EVERY 16
+static struct {
+    void *graph;      /* the graph the chain adds to; NULL: no chain */
+    uint64_t id;      /* the id of its last node */
+    int guessed;      /* ids guessed since CUPTI last answered */
+    Py_ssize_t first; /* the index in records of the first guessed record */
+} chain;
+static unsigned long long ids_asked, ids_guessed, ids_missed; /* id_counts() */
+static int guess_ids = 1;                                     /* guess_ids() */
 
 static int
 hold(PyObject *object)
@@ -560,6 +581,73 @@ path_of(PyObject *module, const Frame *at)
     return failed ? -1 : known;
 }
 
+/* Read again, from CUPTI, the id of each record of the chain (its nodes live). */
+static void
+reread_chain(void)
+{
+    Record *all = (Record *)records.items;
+    for (Py_ssize_t i = chain.first; i < records.count; i++) {
+        uint64_t id = 0;
+        ids_asked++;
+        all[i].id = get_node_id(all[i].node, &id) == 0 ? id : 0; /* 0: not handed over */
+    }
+}
+
+/* End the chain. Kept (its graph lives): CUPTI is asked for its last node's id, and every
+ * record read again if that is not the id guessed; else its guessed records are dropped. */
+static void
+settle(int keep)
+{
+    if (chain.graph == NULL)
+        return;
+    if (!keep) {
+        if (records.count > chain.first)
+            records.count = chain.first;
+    }
+    else if (records.count > chain.first) {
+        const Record *last = (const Record *)records.items + records.count - 1;
+        uint64_t id = 0;
+        ids_asked++;
+        if (get_node_id(last->node, &id) != 0 || id != last->id) {
+            ids_missed++;
+            reread_chain();
+        }
+    }
+    chain.graph = NULL;
+}
+
+/* The id of `node`, made in `graph`: 1 guessed, 2 asked of CUPTI (see `chain`), or 0 if CUPTI
+ * has none. */
+static int
+node_id(void *graph, void *node, uint64_t *id)
+{
+    if (graph != NULL && graph == chain.graph && chain.guessed < ID_CHECK_EVERY - 1) {
+        *id = ++chain.id;
+        chain.guessed++;
+        ids_guessed++;
+        return 1;
+    }
+    int same = graph != NULL && graph == chain.graph;
+    if (!same)
+        settle(1); /* another graph of this capture: the chain's graph lives */
+    ids_asked++;
+    if (get_node_id(node, id) != 0) {
+        settle(1);
+        return 0;
+    }
+    if (same && *id != chain.id + 1) {
+        ids_missed++;
+        reread_chain();
+    }
+    /* A chain only while exactly one capture runs: then nothing frees its graph before the
+     * capture count changes, which settles it. */
+    int chained = guess_ids && capturing == 1 && graph != NULL;
+    chain.graph = chained ? graph : NULL;
+    chain.id = *id;
+    chain.guessed = 0;
+    return 2;
+}
+
 /* Note the label of the node CUPTI reports; 0, or -1 with an exception set. */
 static int
 label(const void *data)
@@ -569,13 +657,17 @@ label(const void *data)
     const char *descriptor = *(const char *const *)((const char *)data + DESCRIPTOR_OFFSET);
     if (descriptor == NULL)
         return 0;
+    void *node = *(void *const *)(descriptor + NODE_OFFSET);
     uint64_t id = 0;
-    if (get_node_id(*(void *const *)(descriptor + NODE_OFFSET), &id) != 0)
+    int found = node_id(*(void *const *)descriptor, node, &id);
+    if (!found)
         return 0; /* no id, no key to file the label under: as the Python path, nothing */
+    if (found == 2)
+        chain.first = records.count + 1; /* this node's record, noted below, is settled */
     if (stage == STAGE_NODE_ID)
         return 0;
 
-    Record record = {id, -1, -1, 0, -1, 0};
+    Record record = {id, node, -1, -1, 0, -1, 0};
     PyObject *module = NULL; /* borrowed: the frame running its method holds it */
     Frame module_frame = {NULL};
     int failed = 0;
@@ -624,6 +716,8 @@ label(const void *data)
         if (!failed)
             *slot = record;
     }
+    if (chain.first > records.count)
+        chain.first = records.count; /* this node's record was not noted */
     return failed ? -1 : 0;
 }
 
@@ -644,8 +738,13 @@ drain_records(void)
     const Record *all = (const Record *)records.items;
     const CodeEntry *code = (const CodeEntry *)codes.items;
     PyObject *const *path = (PyObject *const *)paths.items;
-    for (; done < records.count && !failed; done++) {
+    /* Guessed ids not settled yet stay noted (see `chain`). */
+    Py_ssize_t settled =
+        chain.graph != NULL && chain.first < records.count ? chain.first : records.count;
+    for (; done < settled && !failed; done++) {
         const Record *r = all + done;
+        if (r->id == 0)
+            continue; /* CUPTI had no id for its node, asked again */
         PyObject *entry = PyTuple_New(7);
         if (entry == NULL) {
             failed = 1;
@@ -677,6 +776,7 @@ drain_records(void)
     memmove(records.items, records.items + (size_t)done * sizeof(Record),
             (size_t)(records.count - done) * sizeof(Record));
     records.count -= done;
+    chain.first = chain.first > done ? chain.first - done : 0;
     return failed ? -1 : 0;
 }
 
@@ -741,10 +841,28 @@ gate(PyObject *self, PyObject *args)
 static PyObject *
 set_capturing(PyObject *self, PyObject *args)
 {
-    int count;
-    if (!PyArg_ParseTuple(args, "i", &count))
+    int count, keep = 1;
+    if (!PyArg_ParseTuple(args, "i|p", &count, &keep))
         return NULL;
+    settle(keep);
     capturing = count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+id_counts(PyObject *self, PyObject *unused)
+{
+    return Py_BuildValue("KKK", ids_asked, ids_guessed, ids_missed);
+}
+
+static PyObject *
+set_guess_ids(PyObject *self, PyObject *args)
+{
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on))
+        return NULL;
+    settle(1);
+    guess_ids = on;
     Py_RETURN_NONE;
 }
 
@@ -773,6 +891,7 @@ static void
 clear(void)
 {
     labelling = 0;
+    settle(0); /* labels of a capture still running: its graph may be freed at any time */
     if (sink != NULL && drain_records() < 0)
         report();
     array_free(&records);
@@ -889,7 +1008,13 @@ static PyMethodDef methods[] = {
      "gate(domain, cbid, on=True): pass this callback on only while a stream capture runs "
      "(on), or always (off)"},
     {"capturing", set_capturing, METH_VARARGS,
-     "capturing(count): how many stream captures run now (gated callbacks pass while > 0)"},
+     "capturing(count, ended_well=True): how many stream captures run now (gated callbacks "
+     "pass while > 0); the ids guessed in the capture that ended are settled, or dropped if "
+     "it failed (its graph may be gone)"},
+    {"id_counts", id_counts, METH_NOARGS,
+     "id_counts() -> (node ids asked of CUPTI, guessed, chains whose guesses missed)"},
+    {"guess_ids", set_guess_ids, METH_VARARGS,
+     "guess_ids(on): guess node ids within a capture (the default), or ask CUPTI for each"},
     {NULL, NULL, 0, NULL},
 };
 

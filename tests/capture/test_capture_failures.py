@@ -208,12 +208,14 @@ class _Native:
     def __init__(self) -> None:
         self.gated: set[tuple[int, int]] = set()
         self.now = -1
+        self.told: list[tuple[int, bool]] = []
 
     def gate(self, domain: int, cbid: int, on: bool = True) -> None:
         (self.gated.add if on else self.gated.discard)((domain, cbid))
 
-    def capturing(self, count: int) -> None:
+    def capturing(self, count: int, ended_well: bool = True) -> None:
         self.now = count
+        self.told.append((count, ended_well))
 
 
 class _Subscriber:
@@ -301,5 +303,10 @@ def test_the_c_callback_is_told_how_many_captures_run_and_the_node_callback_is_u
         graphs._capture_ends(SimpleNamespace(words=[stream, 0], code=0, name="end"), True)
         seen.append(native.now)
     assert seen == [1, 2, 1, 0] and graphs.capturing == 0
+    # A capture that fails at its end is told as such: the labeller drops the node ids it
+    # guessed and had not checked, as the graph may be gone.
+    graphs._capture_begins(SimpleNamespace(words=[9], code=0, name="begin"), False)
+    graphs._capture_ends(SimpleNamespace(words=[9, 0], code=901, name="end"), True)
+    assert native.told[-2:] == [(1, True), (0, False)]
     graphs.stop()
     assert native.gated == set() and graphs._gated == []

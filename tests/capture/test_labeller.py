@@ -291,3 +291,146 @@ def test_a_module_renamed_by_a_later_lesson_is_named_anew(labeller: Any, tmp_pat
     model.forward(labeller.fire)  # read again from names
     native.drain()
     assert [s[1] for s in sink] == ["learned 0", "learned 0", "learned 1", "renamed"]
+
+
+@pytest.fixture
+def nodes(labeller: Any, tmp_path: Path) -> Any:
+    """The labeller, labelling, installed with a stand-in cuptiGetGraphNodeId that answers from
+    ``state.ids`` (node -> packed id) and counts its calls; ``state.make(graph, node)`` fires
+    GRAPHNODE_CREATED for a node of a graph."""
+    state = labeller
+    state.ids = {}
+    state.asked = []
+
+    def node_id(node: int | None, out: Any) -> int:
+        state.asked.append(node)
+        if node not in state.ids:
+            return 1
+        out[0] = state.ids[node]
+        return 0
+
+    state.get_id = _NODE_ID(node_id)
+    native.install(
+        ctypes.cast(state.keep[0], ctypes.c_void_p).value,
+        ctypes.cast(state.get_id, ctypes.c_void_p).value,
+        DOMAIN,
+        NODE_CREATED,
+    )
+
+    def make(graph: int, node: int) -> None:
+        state.graph_data[0], state.graph_data[2] = graph, node
+        state.fire()
+
+    state.make = make
+    frames, _ = _chain(tmp_path)
+    state.sink = []
+    state.errors = []
+    _start(state.sink, {}, frames, lambda m, o: "x", state.errors.append)
+    native.capturing(0)
+    native.guess_ids(True)
+    yield state
+    native.capturing(0, False)
+
+
+def _graph(state: Any, graph_id: int, count: int, skip_at: int | None = None) -> list[int]:
+    """Nodes 0x1000 * graph_id + i, whose local ids count up (skipping one at skip_at)."""
+    packed = []
+    for i in range(count):
+        local = i + (1 if skip_at is not None and i >= skip_at else 0)
+        state.ids[0x1000 * graph_id + i] = (graph_id << 32) | local
+        packed.append((graph_id << 32) | local)
+    return packed
+
+
+def _counts() -> tuple[int, int, int]:
+    return native.id_counts()  # type: ignore[no-any-return]
+
+
+def test_within_one_capture_ids_are_guessed_and_checked(nodes: Any) -> None:
+    """CUPTI is asked for one node id in 16 while one capture runs; each answer checks the
+    guesses before it, and the capture's end checks the last."""
+    expected = _graph(nodes, 5, 40)
+    asked, guessed, missed = _counts()
+    native.capturing(1)
+    for i in range(40):
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(0)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected and nodes.errors == []
+    now = _counts()
+    assert now[0] - asked == len(nodes.asked) == 4  # nodes 0, 16, 32 and, at the end, 39
+    assert now[1] - guessed == 37 and now[2] == missed
+
+
+def test_a_wrong_guess_is_found_and_every_guess_since_the_last_answer_read_again(
+    nodes: Any,
+) -> None:
+    expected = _graph(nodes, 5, 40, skip_at=20)  # CUDA's local ids jump once
+    missed = _counts()[2]
+    native.capturing(1)
+    for i in range(40):
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(0)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected
+    assert _counts()[2] == missed + 1
+
+
+def test_a_wrong_last_guess_is_found_at_the_capture_end(nodes: Any) -> None:
+    expected = _graph(nodes, 5, 20, skip_at=19)
+    native.capturing(1)
+    for i in range(20):
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(0)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected
+
+
+def test_guesses_not_yet_checked_are_held_back_and_dropped_with_a_failed_capture(
+    nodes: Any,
+) -> None:
+    expected = _graph(nodes, 5, 20)
+    native.capturing(1)
+    for i in range(20):
+        nodes.make(0x5000, 0x5000 + i)
+    native.drain()  # nodes 0 and 16 were asked; 17 to 19 are guesses not checked yet
+    assert [s[0] for s in nodes.sink] == expected[:17]
+    native.capturing(0, False)  # a failed capture: its graph may be gone, so nothing is asked
+    asked = len(nodes.asked)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected[:17] and len(nodes.asked) == asked
+
+
+def test_two_graphs_interleaved_and_two_captures_at_once_are_asked_as_they_need(
+    nodes: Any,
+) -> None:
+    first, second = _graph(nodes, 5, 30), _graph(nodes, 6, 30)
+    native.capturing(1)
+    for i in range(30):  # a capture that also adds to a child graph: each switch asks
+        nodes.make(0x5000, 0x5000 + i)
+        if i % 10 == 9:
+            nodes.make(0x6000, 0x6000 + i // 10)
+    native.capturing(2)  # another capture begins: every id is asked while two run
+    asked = len(nodes.asked)
+    for i in range(3, 30):
+        nodes.make(0x6000, 0x6000 + i)
+    assert len(nodes.asked) - asked == 27
+    native.capturing(1)
+    native.capturing(0)
+    native.drain()
+    got = [s[0] for s in nodes.sink]
+    assert sorted(got) == sorted(first + second) and len(got) == 60
+    assert [g for g in got if g >> 32 == 5] == first  # in the order they were made
+
+
+def test_outside_a_capture_or_when_told_every_id_is_asked(nodes: Any) -> None:
+    expected = _graph(nodes, 5, 10)
+    for i in range(5):  # no capture runs (capture's own labeller)
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(1)
+    native.guess_ids(False)
+    for i in range(5, 10):
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(0)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected and len(nodes.asked) == 10
