@@ -67,6 +67,37 @@ def libcupti() -> ctypes.CDLL | None:
     return None
 
 
+@functools.cache
+def libcuda() -> ctypes.CDLL:
+    """The CUDA driver library the process has loaded, for the few calls the program waits on
+    at instantiation (``grab.clone``, ``grab.node_count``, ``grab.destroy``).
+
+    Through ctypes rather than cuda-python: importing ``cuda.bindings.driver`` takes a few
+    hundred ms while holding the GIL. Imported as the recorder starts, it can run during the
+    first capture of a program that captures soon after it initialises CUDA; imported at the
+    first instantiation, the program would wait for it. cuda-python still reads the graphs,
+    in the recorder's thread, while the program rests (docs/RECORD.md, ninth round)."""
+    lib = ctypes.CDLL("libcuda.so.1")
+    graph, node = ctypes.c_void_p, ctypes.c_void_p
+    lib.cuGraphClone.argtypes = [ctypes.POINTER(graph), graph]
+    lib.cuGraphDestroy.argtypes = [graph]
+    lib.cuGraphGetNodes.argtypes = [graph, ctypes.POINTER(node), ctypes.POINTER(ctypes.c_size_t)]
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    for function in (lib.cuGraphClone, lib.cuGraphDestroy, lib.cuGraphGetNodes, lib.cuGetErrorName):
+        function.restype = ctypes.c_int
+    return lib
+
+
+def check_status(code: int, what: str) -> None:
+    """Raise CaptureError for a CUresult other than CUDA_SUCCESS, with the error's name."""
+    if code == 0:
+        return
+    name = ctypes.c_char_p()
+    known = libcuda().cuGetErrorName(code, ctypes.byref(name)) == 0 and name.value
+    label = name.value.decode(errors="replace") if known and name.value else f"CUresult {code}"
+    raise CaptureError(f"{what} failed: {label} ({code})")
+
+
 def check(result: Any, what: str = "CUDA call") -> Any:
     """Unpack a cuda-python result tuple, raising CaptureError with the error's name on failure.
 

@@ -12,6 +12,7 @@ Both ``graphscope capture`` and ``graphscope record`` read graphs through these 
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import re
 import time
@@ -25,7 +26,7 @@ from graphscope.errors import CaptureError
 from graphscope.model import node_key
 
 from . import introspect
-from ._cuda import check, driver
+from ._cuda import check, check_status, driver, libcuda
 from .introspect import RawArgument
 from .pointers import PointerMap
 
@@ -67,23 +68,27 @@ def clone(handle: int) -> int:
 
     On the H100 a clone of a 10,411-node decoder graph took 1.1 us per node, against 14.2
     for the dump and read, and read the same: the same local ids, node types, kernels,
-    arguments and edges (benchmarks/probe_clone.py). Only the node handles differ."""
-    drv = driver()
-    copy = check(drv.cuGraphClone(drv.CUgraph(init_value=handle)), "cuGraphClone")
-    return introspect.graph_handle(copy, "clone")
+    arguments and edges (benchmarks/probe_clone.py). Only the node handles differ.
+
+    These three calls go through ctypes (``_cuda.libcuda``): the program waits on them at
+    instantiation, before cuda-python's driver module need be imported."""
+    copy = ctypes.c_void_p()
+    check_status(libcuda().cuGraphClone(ctypes.byref(copy), handle), "cuGraphClone")
+    if not copy.value:
+        raise CaptureError("cuGraphClone gave no graph")
+    return int(copy.value)
 
 
 def destroy(handle: int) -> None:
     """Destroy a graph graphscope made (a :func:`clone`)."""
-    drv = driver()
-    check(drv.cuGraphDestroy(drv.CUgraph(init_value=handle)), "cuGraphDestroy")
+    check_status(libcuda().cuGraphDestroy(handle), "cuGraphDestroy")
 
 
 def node_count(handle: int) -> int:
     """How many nodes graph ``handle`` has (its own, not its child graphs')."""
-    drv = driver()
-    _, count = check(drv.cuGraphGetNodes(drv.CUgraph(init_value=handle), 0), "cuGraphGetNodes")
-    return int(count)
+    count = ctypes.c_size_t(0)
+    check_status(libcuda().cuGraphGetNodes(handle, None, ctypes.byref(count)), "cuGraphGetNodes")
+    return int(count.value)
 
 
 def _rename_graph(dot_path: Path, old: int, new: int) -> None:

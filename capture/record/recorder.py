@@ -19,7 +19,6 @@ from graphscope.errors import CaptureError
 from graphscope.recording import Settings
 
 from .. import callbacks, sites
-from .._cuda import driver
 from . import batches
 from .blocks import BLOCKS_EVERY_S, BLOCKS_MAX_SHARE, BlockMap
 from .bundles import Builder
@@ -219,11 +218,11 @@ class Recorder(State):
 
     def _run(self) -> None:
         try:
-            # cuda-python's driver module, which reads each graph at instantiation, imports in
-            # a few hundred ms: here, while the program loads its model, not inside the
-            # program's first capture (whose instantiation would wait for it).
-            with contextlib.suppress(Exception):
-                driver()
+            # cuda-python's driver module, which reads the graphs' clones, is imported at the
+            # first build, while the program rests: its import holds the GIL for a few hundred
+            # ms, which here, at CUDA's initialisation, could fall inside the program's first
+            # capture. What the program waits on at instantiation goes through ctypes
+            # (_cuda.libcuda).
             while not self.stopped:
                 self._wake.wait(TICK_S)
                 self._wake.clear()
