@@ -342,6 +342,16 @@ def _graph(state: Any, graph_id: int, count: int, skip_at: int | None = None) ->
     return packed
 
 
+def _captured(state: Any, graph: int, count: int) -> list[int]:
+    """One capture that makes ``count`` nodes of ``graph`` and ends well: the ids handed over."""
+    native.capturing(1)
+    for i in range(count):
+        state.make(graph, graph + i)
+    native.capturing(0)
+    native.drain()
+    return [s[0] for s in state.sink]
+
+
 def _counts() -> tuple[int, int, int]:
     return native.id_counts()  # type: ignore[no-any-return]
 
@@ -351,12 +361,7 @@ def test_within_one_capture_ids_are_guessed_and_checked(nodes: Any) -> None:
     guesses before it, and the capture's end checks the last."""
     expected = _graph(nodes, 5, 40)
     asked, guessed, missed = _counts()
-    native.capturing(1)
-    for i in range(40):
-        nodes.make(0x5000, 0x5000 + i)
-    native.capturing(0)
-    native.drain()
-    assert [s[0] for s in nodes.sink] == expected and nodes.errors == []
+    assert _captured(nodes, 0x5000, 40) == expected and nodes.errors == []
     now = _counts()
     assert now[0] - asked == len(nodes.asked) == 4  # nodes 0, 16, 32 and, at the end, 39
     assert now[1] - guessed == 37 and now[2] == missed
@@ -367,23 +372,13 @@ def test_a_wrong_guess_is_found_and_every_guess_since_the_last_answer_read_again
 ) -> None:
     expected = _graph(nodes, 5, 40, skip_at=20)  # CUDA's local ids jump once
     missed = _counts()[2]
-    native.capturing(1)
-    for i in range(40):
-        nodes.make(0x5000, 0x5000 + i)
-    native.capturing(0)
-    native.drain()
-    assert [s[0] for s in nodes.sink] == expected
+    assert _captured(nodes, 0x5000, 40) == expected
     assert _counts()[2] == missed + 1
 
 
 def test_a_wrong_last_guess_is_found_at_the_capture_end(nodes: Any) -> None:
     expected = _graph(nodes, 5, 20, skip_at=19)
-    native.capturing(1)
-    for i in range(20):
-        nodes.make(0x5000, 0x5000 + i)
-    native.capturing(0)
-    native.drain()
-    assert [s[0] for s in nodes.sink] == expected
+    assert _captured(nodes, 0x5000, 20) == expected
 
 
 def test_guesses_not_yet_checked_are_held_back_and_dropped_with_a_failed_capture(
