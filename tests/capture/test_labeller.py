@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 from graphscope.capture import attribution, callbacks, sites
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 native = callbacks.native_labeller()
 pytestmark = pytest.mark.skipif(
@@ -429,3 +431,56 @@ def test_outside_a_capture_or_when_told_every_id_is_asked(nodes: Any) -> None:
     native.capturing(0)
     native.drain()
     assert [s[0] for s in nodes.sink] == expected and len(nodes.asked) == 10
+
+
+_STEPS = st.lists(
+    st.one_of(
+        # a run of nodes of one graph, and where in it CUDA's local ids jump (0: nowhere)
+        st.tuples(st.just("make"), st.sampled_from([5, 6]), st.integers(1, 40), st.integers(0, 40)),
+        st.tuples(st.just("begin"), st.just(0), st.just(0), st.just(0)),
+        st.tuples(st.just("end"), st.just(0), st.booleans(), st.just(0)),  # ended well
+        st.tuples(st.just("drain"), st.just(0), st.just(0), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=_STEPS)
+def test_no_wrong_id_is_ever_handed_over(
+    nodes: Any, steps: list[tuple[str, int, int, int]]
+) -> None:
+    """Whatever the order of nodes, id jumps, captures and drains: every id handed over is a
+    node's true id, once; with no failed capture, every node's id is handed over."""
+    native.drain()
+    nodes.sink.clear()
+    nodes.ids.clear()
+    native.capturing(0, False)
+    local = {5: 0, 6: 0}
+    made: list[int] = []
+    count, failed = 0, False
+    for what, graph, flag, jump in steps:
+        if what == "make":
+            for i in range(1, flag + 1):
+                local[graph] += 1 + (i == jump)
+                node = 0x1000 * graph + len(made)
+                nodes.ids[node] = (graph << 32) | local[graph]
+                made.append(nodes.ids[node])
+                nodes.make(0x1000 * graph, node)
+        elif what == "begin":
+            count += 1
+            native.capturing(count)
+        elif what == "end" and count:
+            count -= 1
+            failed = failed or not flag
+            native.capturing(count, flag)
+        elif what == "drain":
+            native.drain()
+    native.capturing(0, True)
+    native.drain()
+    handed = [s[0] for s in nodes.sink]
+    assert len(handed) == len(set(handed)) and set(handed) <= set(made)
+    if not failed:
+        assert sorted(handed) == sorted(made)
