@@ -15,7 +15,13 @@ import networkx as nx
 
 from ..io import bulk
 from ..model import creation_order, display_name, origin_of, replay_median
-from .numerics import Difference, first_difference_text, grouped_lines, read_frozen
+from .numerics import (
+    Difference,
+    first_difference_text,
+    grouped_lines,
+    op_in_module,
+    read_frozen,
+)
 from .summary import parity_lines
 from .timing import step_timing
 
@@ -542,8 +548,8 @@ def values_differ(G: nx.DiGraph, index: Index) -> list[Finding]:
     if isinstance(first, dict) and isinstance(first.get("difference"), dict):
         details.append("first differs: " + first_difference_text(first))
         nodes = [k for k in first.get("nodes") or [] if k in G]
-        what = " ".join(str(x) for x in (first.get("module"), first.get("op")) if x)
-        title += f", first at {what}" + (f" ({first['site']})" if first.get("site") else "")
+        site = f" ({first['site']})" if first.get("site") else ""
+        title += f", first at {op_in_module(first)}{site}"
         details.append(
             f"{section.get('differing_ops', 0):,} of {section.get('compared', 0):,} op "
             "outputs compared differ"

@@ -362,10 +362,19 @@ def _numel(shape: list[int]) -> int:
     return total
 
 
+def op_in_module(first: dict[str, Any]) -> str:
+    """``aten::mm in module layers.0.mlp`` for an op of ``numerics.first`` (a module's path
+    may be a bare index, ``0``, which beside the op's name reads as part of it)."""
+    op, module = first.get("op"), first.get("module")
+    if op and module:
+        return f"{op} in module {module}"
+    return str(op or (f"module {module}" if module else ""))
+
+
 def first_difference_text(first: dict[str, Any]) -> str:
     """The line for the first op whose output differs (``numerics.first``)."""
     diff = Difference(**first["difference"])
-    what = " ".join(str(x) for x in (first.get("module"), first.get("op")) if x)
+    what = op_in_module(first)
     site = f" ({first['site']})" if first.get("site") else ""
     nodes = first.get("nodes") or []
     at = f" at {nodes[0]}" if nodes else ""

@@ -188,8 +188,10 @@ def test_the_findings_name_the_first_differing_op_and_each_frozen_argument(
     found = {f.code: f for f in findings(H)}
     differ = found["values-differ"]
     assert differ.severity == "warning" and differ.nodes == [key]
-    assert "model.layers.0.mlp aten::mul (step.py:12 in run)" in differ.title
-    assert differ.details[0].startswith("first differs: op 41 [model.layers.0.mlp aten::mul]")
+    assert "first at aten::mul in module model.layers.0.mlp (step.py:12 in run)" in differ.title
+    assert differ.details[0].startswith(
+        "first differs: op 41 [aten::mul in module model.layers.0.mlp]"
+    )
     assert "3 of its 512 values differ (float16, max abs 0.75" in differ.details[0]
     assert "first at [0,17]: graph 1.5, eager 0.75" in differ.details[0]
     assert "200 of 250 op outputs compared differ" in differ.details[1]
