@@ -396,6 +396,10 @@ static struct {
 } chain;
 static unsigned long long ids_asked, ids_guessed, ids_missed; /* id_counts() */
 static int guess_ids = 1;                                     /* guess_ids() */
+/* The thread that began the one capture running; 0: none known. Only its nodes are chained:
+ * another thread may add nodes to a graph it builds by hand and destroy it at once, which a
+ * chain would then ask CUPTI about. */
+static unsigned long capture_thread;
 
 static int
 hold(PyObject *object)
@@ -639,9 +643,10 @@ node_id(void *graph, void *node, uint64_t *id)
         ids_missed++;
         reread_chain();
     }
-    /* A chain only while exactly one capture runs: then nothing frees its graph before the
-     * capture count changes, which settles it. */
-    int chained = guess_ids && capturing == 1 && graph != NULL;
+    /* A chain only while exactly one capture runs, on its thread: then nothing frees its graph
+     * before the capture count changes, which settles it. */
+    int chained = guess_ids && capturing == 1 && graph != NULL && capture_thread != 0 &&
+                  PyThread_get_thread_ident() == capture_thread;
     chain.graph = chained ? graph : NULL;
     chain.id = *id;
     chain.guessed = 0;
@@ -845,6 +850,9 @@ set_capturing(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "i|p", &count, &keep))
         return NULL;
     settle(keep);
+    /* Told by the thread that begins a capture; a capture left running when another ends is
+     * on a thread not known here. */
+    capture_thread = count == 1 && capturing == 0 ? PyThread_get_thread_ident() : 0;
     capturing = count;
     Py_RETURN_NONE;
 }
@@ -1009,8 +1017,8 @@ static PyMethodDef methods[] = {
      "(on), or always (off)"},
     {"capturing", set_capturing, METH_VARARGS,
      "capturing(count, ended_well=True): how many stream captures run now (gated callbacks "
-     "pass while > 0); the ids guessed in the capture that ended are settled, or dropped if "
-     "it failed (its graph may be gone)"},
+     "pass while > 0), told by the thread that begins or ends one; the ids guessed in the "
+     "capture that ended are settled, or dropped if it failed (its graph may be gone)"},
     {"id_counts", id_counts, METH_NOARGS,
      "id_counts() -> (node ids asked of CUPTI, guessed, chains whose guesses missed)"},
     {"guess_ids", set_guess_ids, METH_VARARGS,

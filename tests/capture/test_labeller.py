@@ -484,3 +484,18 @@ def test_no_wrong_id_is_ever_handed_over(
     assert len(handed) == len(set(handed)) and set(handed) <= set(made)
     if not failed:
         assert sorted(handed) == sorted(made)
+
+
+def test_nodes_made_on_another_thread_are_each_asked(nodes: Any) -> None:
+    """Only the thread that began the capture has its ids guessed: another thread may build a
+    graph by hand and destroy it at once, and a guess would be checked against its nodes."""
+    import threading
+
+    expected = _graph(nodes, 5, 20)
+    native.capturing(1)
+    worker = threading.Thread(target=lambda: [nodes.make(0x5000, 0x5000 + i) for i in range(20)])
+    worker.start()
+    worker.join()
+    native.capturing(0)
+    native.drain()
+    assert [s[0] for s in nodes.sink] == expected and len(nodes.asked) == 20
