@@ -380,13 +380,14 @@ static Array records;      /* Record: labels not drained yet */
 /* Node ids without asking CUPTI for each. cuptiGetGraphNodeId cost 0.64 us a node on the H100,
  * a fifth of the recorder's cost per captured node (docs/RECORD.md), and its answer is
  * (graph id << 32 | local id), where a graph's local ids count its nodes as they are made.
- * While one stream capture runs, the next node of the same graph is taken to have the last id
- * + 1, and every ID_CHECK_EVERY-th node CUPTI is asked. Its answer settles the chain: the ids
- * only grow, so a match means every guess since the last answer was right; a miss reads each
- * guessed record's id again from its node (the graph is being added to, so its nodes live).
- * The chain is settled, or dropped, before anything could free the graph: at each change of
- * the count of captures (the end of a capture that failed drops it) and when another graph
- * is added to. drain() hands over only settled records. */
+ * While one stream capture runs, the next node of the capture's graph is taken to have the
+ * last id + 1, and every ID_CHECK_EVERY-th node CUPTI is asked. Its answer settles the chain:
+ * the ids only grow, so a match means every guess since the last answer was right; a miss
+ * reads each guessed record's id again from its node (the graph is being captured, so its
+ * nodes live). The chain is settled, or dropped, before anything could free the graph: when
+ * another graph is added to, and at each change of the count of captures (the end of a
+ * capture that failed, or ended with another graph, drops it). drain() hands over only
+ * settled records. */
 #define ID_CHECK_EVERY 16
 static struct {
     void *graph;      /* the graph the chain adds to; NULL: no chain */
@@ -396,10 +397,12 @@ static struct {
 } chain;
 static unsigned long long ids_asked, ids_guessed, ids_missed; /* id_counts() */
 static int guess_ids = 1;                                     /* guess_ids() */
-/* The thread that began the one capture running; 0: none known. Only its nodes are chained:
- * another thread may add nodes to a graph it builds by hand and destroy it at once, which a
- * chain would then ask CUPTI about. */
+/* The thread that began the one capture running (0: none known), and the graph of the first
+ * node it made since: only that graph's nodes, made on that thread, are chained. A graph
+ * built by hand (by another thread, or by a library in the middle of the capture) may be
+ * destroyed at once, and a chain on it would then ask CUPTI about freed nodes. */
 static unsigned long capture_thread;
+static void *capture_graph;
 
 static int
 hold(PyObject *object)
@@ -647,6 +650,9 @@ node_id(void *graph, void *node, uint64_t *id)
      * before the capture count changes, which settles it. */
     int chained = guess_ids && capturing == 1 && graph != NULL && capture_thread != 0 &&
                   PyThread_get_thread_ident() == capture_thread;
+    if (chained && capture_graph == NULL)
+        capture_graph = graph;
+    chained = chained && graph == capture_graph;
     chain.graph = chained ? graph : NULL;
     chain.id = *id;
     chain.guessed = 0;
@@ -847,12 +853,15 @@ static PyObject *
 set_capturing(PyObject *self, PyObject *args)
 {
     int count, keep = 1;
-    if (!PyArg_ParseTuple(args, "i|p", &count, &keep))
+    unsigned long long ended = 0;
+    if (!PyArg_ParseTuple(args, "i|pK", &count, &keep, &ended))
         return NULL;
-    settle(keep);
+    /* The graph a capture ended with lives: a chain on another graph is dropped unchecked. */
+    settle(keep && (ended == 0 || (uintptr_t)chain.graph == (uintptr_t)ended));
     /* Told by the thread that begins a capture; a capture left running when another ends is
      * on a thread not known here. */
     capture_thread = count == 1 && capturing == 0 ? PyThread_get_thread_ident() : 0;
+    capture_graph = NULL;
     capturing = count;
     Py_RETURN_NONE;
 }
@@ -1016,9 +1025,10 @@ static PyMethodDef methods[] = {
      "gate(domain, cbid, on=True): pass this callback on only while a stream capture runs "
      "(on), or always (off)"},
     {"capturing", set_capturing, METH_VARARGS,
-     "capturing(count, ended_well=True): how many stream captures run now (gated callbacks "
-     "pass while > 0), told by the thread that begins or ends one; the ids guessed in the "
-     "capture that ended are settled, or dropped if it failed (its graph may be gone)"},
+     "capturing(count, ended_well=True, graph=0): how many stream captures run now (gated "
+     "callbacks pass while > 0), told by the thread that begins or ends one; the ids guessed "
+     "in the capture that ended are settled, or dropped if it failed or its graph is not "
+     "`graph`, the one it ended with (the others may be gone)"},
     {"id_counts", id_counts, METH_NOARGS,
      "id_counts() -> (node ids asked of CUPTI, guessed, chains whose guesses missed)"},
     {"guess_ids", set_guess_ids, METH_VARARGS,

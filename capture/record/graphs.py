@@ -143,12 +143,12 @@ class GraphWatch:
                 self.native.gate(domain, cbid, False)
         self._gated = []
 
-    def _capture_done(self, ended_well: bool = True) -> None:
+    def _capture_done(self, ended_well: bool = True, graph: int = 0) -> None:
         self.capturing = max(0, self.capturing - 1)
         if self.native is not None:
-            # The labeller's guessed node ids are settled while the graph lives, or dropped
-            # with a capture that failed (_labeller.c's chain).
-            self.native.capturing(self.capturing, ended_well)
+            # The labeller's guessed node ids are checked while the graph the capture ended
+            # with lives, or dropped with a capture that failed (_labeller.c's chain).
+            self.native.capturing(self.capturing, ended_well, graph)
         if self.capturing == 0 and self.rec.attribution is not None:
             self.rec.attribution.deactivate()
         if self.capturing == 0 and self.failures is not None:
@@ -187,11 +187,11 @@ class GraphWatch:
             # it), so it is asked later, if the graph object takes a weak reference.
             with contextlib.suppress(TypeError):
                 capture.owner = weakref.ref(owner)
-        self._capture_done(not callbacks.return_code(cbdata))
-        if not callbacks.return_code(cbdata):
-            handle = callbacks.dereference(graph_out)
-            if handle:
-                self.by_graph[handle] = capture
+        ended_well = not callbacks.return_code(cbdata)
+        handle = callbacks.dereference(graph_out) if ended_well else 0
+        self._capture_done(ended_well and bool(handle), handle)
+        if handle:
+            self.by_graph[handle] = capture
 
     # -- executable graphs ----------------------------------------------------------------------
 

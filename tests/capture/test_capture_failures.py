@@ -208,14 +208,14 @@ class _Native:
     def __init__(self) -> None:
         self.gated: set[tuple[int, int]] = set()
         self.now = -1
-        self.told: list[tuple[int, bool]] = []
+        self.told: list[tuple[int, bool, int]] = []
 
     def gate(self, domain: int, cbid: int, on: bool = True) -> None:
         (self.gated.add if on else self.gated.discard)((domain, cbid))
 
-    def capturing(self, count: int, ended_well: bool = True) -> None:
+    def capturing(self, count: int, ended_well: bool = True, graph: int = 0) -> None:
         self.now = count
-        self.told.append((count, ended_well))
+        self.told.append((count, ended_well, graph))
 
 
 class _Subscriber:
@@ -289,7 +289,7 @@ def test_the_c_callback_is_told_how_many_captures_run_and_the_node_callback_is_u
     failure watch's calls pass only while it is above 0."""
     from graphscope.capture.record.graphs import GraphWatch
 
-    monkeypatch.setattr(callbacks, "dereference", lambda word: 0)
+    monkeypatch.setattr(callbacks, "dereference", lambda word: word + 0x1000 if word else 0)
     native = _Native()
     graphs = GraphWatch(watch.rec)
     graphs.native = native
@@ -300,13 +300,16 @@ def test_the_c_callback_is_told_how_many_captures_run_and_the_node_callback_is_u
         graphs._capture_begins(SimpleNamespace(words=[stream], code=0, name="begin"), False)
         seen.append(native.now)
     for stream in (7, 8):
-        graphs._capture_ends(SimpleNamespace(words=[stream, 0], code=0, name="end"), True)
+        graphs._capture_ends(SimpleNamespace(words=[stream, stream], code=0, name="end"), True)
         seen.append(native.now)
     assert seen == [1, 2, 1, 0] and graphs.capturing == 0
+    # Each end names the graph it ended with: the labeller checks its guessed node ids
+    # against that graph, alive, and drops those of any other.
+    assert native.told[-2:] == [(1, True, 0x1007), (0, True, 0x1008)]
     # A capture that fails at its end is told as such: the labeller drops the node ids it
     # guessed and had not checked, as the graph may be gone.
     graphs._capture_begins(SimpleNamespace(words=[9], code=0, name="begin"), False)
-    graphs._capture_ends(SimpleNamespace(words=[9, 0], code=901, name="end"), True)
-    assert native.told[-2:] == [(1, True), (0, False)]
+    graphs._capture_ends(SimpleNamespace(words=[9, 9], code=901, name="end"), True)
+    assert native.told[-2:] == [(1, True, 0), (0, False, 0)]
     graphs.stop()
     assert native.gated == set() and graphs._gated == []

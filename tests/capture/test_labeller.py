@@ -499,3 +499,37 @@ def test_nodes_made_on_another_thread_are_each_asked(nodes: Any) -> None:
     native.capturing(0)
     native.drain()
     assert [s[0] for s in nodes.sink] == expected and len(nodes.asked) == 20
+
+
+def test_only_the_captures_own_graph_is_chained_and_checked_against_the_graph_it_ended_with(
+    nodes: Any,
+) -> None:
+    """The first graph the capturing thread adds to is the capture's; a graph a library builds
+    by hand meanwhile is asked node by node (it may be destroyed at once). At the end, the
+    guesses are checked only if the capture ended with the chained graph, else dropped."""
+    captured, by_hand = _graph(nodes, 5, 20), _graph(nodes, 6, 20)
+    native.capturing(1)
+    for i in range(10):
+        nodes.make(0x5000, 0x5000 + i)
+    asked = len(nodes.asked)
+    for i in range(20):
+        nodes.make(0x6000, 0x6000 + i)
+    assert len(nodes.asked) - asked == 21  # the capture's chain checked once, then each asked
+    for i in range(10, 20):
+        nodes.make(0x5000, 0x5000 + i)
+    native.capturing(0, True, 0x5000)  # ended with the chained graph: its guesses are checked
+    native.drain()
+    got = [s[0] for s in nodes.sink]
+    assert [g for g in got if g >> 32 == 5] == captured and [
+        g for g in got if g >> 32 == 6
+    ] == by_hand
+
+    nodes.sink.clear()
+    again = _graph(nodes, 7, 20)
+    native.capturing(1)
+    for i in range(20):
+        nodes.make(0x7000, 0x7000 + i)
+    asked = len(nodes.asked)
+    native.capturing(0, True, 0x9000)  # another graph: the unchecked guesses go, unasked
+    native.drain()
+    assert [s[0] for s in nodes.sink] == again[:17] and len(nodes.asked) == asked
