@@ -9,12 +9,13 @@ graphs are laid out the same way below their parent graph.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import TypedDict
 
 import networkx as nx
 
+from graphscope.analysis.folding import collapsed, repeat_sections
 from graphscope.model import layer_of, module_of, owner_of
 
 from .shared import LABEL_LIMIT
@@ -140,6 +141,15 @@ def _row_label(
     if owned is not None:  # a child graph or conditional body: "IF body 'True' of graph_1_node_4"
         return f"{owned[0]} of {owned[1]}"
     return f"graph {graph_id}: nodes {first}..{last}"
+
+
+def drawn(
+    G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]
+) -> tuple[nx.DiGraph, Layout]:
+    """The graph as drawn with ``expanded`` groups open, and its positions: the dashboard's
+    view and the HTML report's one drawing."""
+    shown = collapsed(G, levels, expanded)
+    return shown, layout(shown, sections=repeat_sections(shown, levels, expanded))
 
 
 def layout(

@@ -13,13 +13,13 @@ from typing import Any
 import networkx as nx
 import plotly.io as pio
 
-from graphscope.analysis.folding import collapsed, group_levels, overview, repeat_sections
+from graphscope.analysis.folding import group_levels, overview
 from graphscope.analysis.report import step_report
 from graphscope.io import bulk
 from graphscope.text import step_rows, us
 
 from .figure import build_figure
-from .placement import layout
+from .placement import drawn
 from .timeline import build_timeline, has_timeline
 
 _PLOTLY = Path(__file__).resolve().parent.parent / "assets" / "plotly-graphscope.min.js"
@@ -113,15 +113,13 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             f"<br>Why: {_e(f['why'])}<br>Fix: {_e(f['fix'])}<ul>{details}</ul></div>"
         )
     levels = group_levels(G)
-    opened = overview(levels)
-    shown = collapsed(G, levels, opened)  # the view the dashboard opens with
+    shown, placed = drawn(G, levels, overview(levels))  # the view the dashboard opens with
     parts.append("<h2>Graph</h2>")
     if shown is not G:
         parts.append(
             f'<p class="muted">{G.number_of_nodes()} nodes: repeated layers and groups folded '
             "as the dashboard first shows them.</p>"
         )
-    placed = layout(shown, sections=repeat_sections(shown, levels, opened))
     figures = [build_figure(shown, placed, "time", in_page=False)]
     if has_timeline(G):
         figures.append(build_timeline(G, None, shown))

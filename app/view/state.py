@@ -25,16 +25,14 @@ import networkx as nx
 
 from graphscope.analysis.folding import (
     all_groups,
-    collapsed,
     group_levels,
     overview,
-    repeat_sections,
 )
 from graphscope.analysis.search import search_nodes
 from graphscope.recording import is_recording
 
 from ..files.sources import RecordedRun, Registry, sample_files, sample_recordings
-from ..render.placement import Layout, layout
+from ..render.placement import Layout, drawn
 from ..render.timeline import Row, timeline_rows
 
 #: Drawn views kept per open file (graph and placement, by expanded groups): a fold opened and
@@ -168,8 +166,7 @@ class OpenFile:
         """The graph drawn with these groups expanded (the rest folded) and its placement."""
 
         def make() -> tuple[nx.DiGraph, Layout]:
-            shown = collapsed(self.graph, self.levels, expanded)
-            return shown, layout(shown, sections=repeat_sections(shown, self.levels, expanded))
+            return drawn(self.graph, self.levels, expanded)
 
         return _kept(self._views, frozenset(expanded), make, VIEWS_KEPT)
 
