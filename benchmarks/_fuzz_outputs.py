@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import importlib
 import io
 import os
 import shlex
@@ -42,6 +43,8 @@ from random import Random
 from typing import Any
 
 NOBODY = 65534
+#: Standard modules the commands import lazily (see as_nobody).
+_STDLIB_LAZY = ("webbrowser",)
 # Kinds of hostile path, for an output and for an input.
 _OUTPUTS = (
     *("fifo", "fifo-read", "chardev", "loop", "loop2", "dangling", "dangling-nodir"),
@@ -276,6 +279,13 @@ def as_nobody(run: Any, argv: list[str], names: list[str]) -> None:
         code = 99
         try:
             _die_with_parent()
+            # The interpreter's own library may be unreadable to nobody (a Python installed
+            # under /root, mode 700): a standard module first imported after the drop would be
+            # "not found", which no user running their own Python meets. What the steps
+            # import lazily from it (plotly's HTML writer imports webbrowser) is imported now.
+            for name in _STDLIB_LAZY:
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(name)
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)
