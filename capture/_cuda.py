@@ -83,7 +83,26 @@ def libcuda() -> ctypes.CDLL:
     lib.cuGraphDestroy.argtypes = [graph]
     lib.cuGraphGetNodes.argtypes = [graph, ctypes.POINTER(node), ctypes.POINTER(ctypes.c_size_t)]
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-    for function in (lib.cuGraphClone, lib.cuGraphDestroy, lib.cuGraphGetNodes, lib.cuGetErrorName):
+    # The input observer's samples (record/inputs.py), on the program's thread at a launch.
+    handle, size = ctypes.c_void_p, ctypes.c_size_t
+    lib.cuMemcpyDtoHAsync_v2.argtypes = [handle, ctypes.c_uint64, size, handle]
+    lib.cuEventCreate.argtypes = [ctypes.POINTER(handle), ctypes.c_uint]
+    lib.cuEventRecord.argtypes = [handle, handle]
+    lib.cuEventQuery.argtypes = [handle]
+    lib.cuCtxGetCurrent.argtypes = [ctypes.POINTER(handle)]
+    lib.cuCtxSetCurrent.argtypes = [handle]
+    for function in (
+        lib.cuGraphClone,
+        lib.cuGraphDestroy,
+        lib.cuGraphGetNodes,
+        lib.cuGetErrorName,
+        lib.cuMemcpyDtoHAsync_v2,
+        lib.cuEventCreate,
+        lib.cuEventRecord,
+        lib.cuEventQuery,
+        lib.cuCtxGetCurrent,
+        lib.cuCtxSetCurrent,
+    ):
         function.restype = ctypes.c_int
     return lib
 

@@ -586,6 +586,7 @@ _RULE_OPTIONS = (
     "no_skips",
     "max_graphs",
     "max_pool_mib",
+    "no_unchanged_inputs",
 )
 
 
@@ -623,6 +624,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             no_skips=args.no_skips,
             max_graphs=args.max_graphs,
             max_pool_mib=args.max_pool_mib,
+            no_unchanged_inputs=args.no_unchanged_inputs,
         )
         if named
         else DEFAULT_RULES
@@ -877,6 +879,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-skips",
         action="store_true",
         help="no function that torch.compile ran without CUDA graphs",
+    )
+    chk.add_argument(
+        "--no-unchanged-inputs",
+        action="store_true",
+        help="no small buffer a graph reads that held the same bytes at every sampled replay "
+        "(an input the program binds anew instead of copying into); not a default rule: a "
+        "benchmark that replays one input breaks it",
     )
     chk.add_argument("--max-graphs", type=int, metavar="N", help="most graphs a process")
     chk.add_argument(

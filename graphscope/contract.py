@@ -788,6 +788,35 @@ RECORDING_STALE_POINTER = Record(
     },
     required=("graph", "buffer", "was", "at_s"),
 )
+#: A small allocator block a live graph reads whose bytes were the same at every sampled
+#: replay (capture/record/inputs.py): an input nothing fed between replays, or a constant.
+RECORDING_UNCHANGED_INPUT = Record(
+    {
+        "graph": TEXT,
+        "buffer": TEXT,  # block 0x7f... (32 bytes)
+        "address": COUNT,  # its first byte
+        "bytes": COUNT,
+        "nodes": TEXTS,  # the nodes that point into it (the first 20)
+        "pointers": COUNT,
+        "samples": Int(1, I64),  # replays whose bytes were read, all alike
+        "first_replay": COUNT,  # the first and last of them, counted from the graph's first
+        "last_replay": COUNT,
+        "first_s": NUMBER,  # and when, from the recorder's start
+        "last_s": NUMBER,
+    },
+    required=("graph", "buffer", "address", "samples"),
+)
+#: What the input observer checked: graphs and blocks armed, samples read.
+RECORDING_INPUT_CHECKS = Record(
+    {
+        "graphs": COUNT,
+        "blocks": COUNT,
+        "samples": COUNT,
+        "graphs_unarmed": COUNT,  # left out for want of pinned memory
+        "stopped": _OPTIONAL_TEXT,  # why sampling stopped, where a driver call failed
+    },
+    required=("graphs", "blocks", "samples"),
+)
 #: A stream capture that failed (a call inside it broke it) or was refused.
 RECORDING_CAPTURE_FAILURE = Record(
     {

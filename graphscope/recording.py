@@ -27,11 +27,13 @@ from .contract import (
     RECORDING_COVERAGE,
     RECORDING_FALLBACKS,
     RECORDING_GRAPH,
+    RECORDING_INPUT_CHECKS,
     RECORDING_MEMORY,
     RECORDING_PROCESS,
     RECORDING_SAMPLING,
     RECORDING_STALE_POINTER,
     RECORDING_STATUSES,
+    RECORDING_UNCHANGED_INPUT,
     TEXTS,
     JsonBudget,
     check,
@@ -120,6 +122,10 @@ class Recording:
     # RECORDING_MEMORY: the allocator's totals at the last read (empty in older recordings)
     memory: dict[str, Any] = field(default_factory=dict)
     coverage: dict[str, Any] = field(default_factory=dict)  # bin_s, bins; empty in older ones
+    # RECORDING_UNCHANGED_INPUT each: small blocks graphs read that no sampled replay saw change
+    unchanged_inputs: list[dict[str, Any]] = field(default_factory=list)
+    # RECORDING_INPUT_CHECKS: what was sampled for those (empty in older recordings)
+    input_checks: dict[str, Any] = field(default_factory=dict)
 
     @property
     def folder(self) -> Path:
@@ -202,6 +208,15 @@ def from_document(doc: Any, path: Path) -> Recording:
     for entry in stale:
         entry.setdefault("replays_since", 0)
         entry.setdefault("nodes", [])
+    unchanged = doc.get("unchanged_inputs", [])
+    if not isinstance(unchanged, list):
+        raise _fail(path, "unchanged_inputs", "not a list")
+    check_each(unchanged, RECORDING_UNCHANGED_INPUT, path, "unchanged_inputs[{}]".format)
+    for entry in unchanged:
+        entry.setdefault("nodes", [])
+    input_checks: dict[str, Any] = doc.get("input_checks") or {}
+    if input_checks:
+        check(input_checks, RECORDING_INPUT_CHECKS, path, "input_checks")
     memory: dict[str, Any] = doc.get("memory") or {}
     check(memory, RECORDING_MEMORY, path, "memory")
     coverage: dict[str, Any] = doc.get("coverage", {})
@@ -228,6 +243,8 @@ def from_document(doc: Any, path: Path) -> Recording:
         notes=list(notes or []),
         capture_failures=failures,
         stale_pointers=stale,
+        unchanged_inputs=unchanged,
+        input_checks=input_checks,
         memory=memory,
         coverage=coverage,
     )
@@ -362,6 +379,8 @@ def new_document(process: dict[str, Any], settings: dict[str, Any]) -> dict[str,
         "fallbacks": {},
         "capture_failures": [],
         "stale_pointers": [],
+        "unchanged_inputs": [],
+        "input_checks": {},
         "memory": {},
         "coverage": {},
         "notes": [],

@@ -90,6 +90,8 @@ class Builder:
                         block_map = BlockMap(segments)
                     pool = life.capture.pool if life.capture is not None else None
                     life.blocks = watches(life.graph, block_map, pool)
+                    if life.blocks and rec.inputs is not None:
+                        rec.inputs.arm(life, life.blocks)
                 except Exception as exc:  # the other checks and the bundle are still good
                     rec.note(f"allocator blocks not watched: {type(exc).__name__}: {exc}")
 

@@ -104,6 +104,8 @@ def write_index(
     failures: list[dict[str, Any]],
     stale: list[dict[str, Any]],
     coverage: dict[str, Any],
+    unchanged: list[dict[str, Any]] | None = None,
+    input_checks: dict[str, Any] | None = None,
     ended: bool = False,
 ) -> None:
     """Rewrite the process's ``recording.json``; a failure becomes a note, never an error."""
@@ -133,6 +135,8 @@ def write_index(
     doc["fallbacks"] = fallbacks
     doc["capture_failures"] = failures
     doc["stale_pointers"] = stale
+    doc["unchanged_inputs"] = unchanged or []
+    doc["input_checks"] = input_checks or {}
     doc["memory"] = dict(rec.memory)
     doc["coverage"] = coverage
     doc["notes"] = list(rec.notes)

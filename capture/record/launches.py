@@ -18,6 +18,7 @@ import contextlib
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import callbacks
@@ -28,6 +29,7 @@ from .calls import Calls, Subscription
 
 if TYPE_CHECKING:
     from ..activities import Record
+    from .inputs import InputCheck
     from .lives import Life
     from .state import State
 
@@ -40,13 +42,21 @@ PROBE_S = 0.05
 PROBE_EVERY_S = 1.0
 PROBE_SAMPLES = 5  # looks at the program's stacks in each, for the batch (batches.py)
 _EPOCHS_KEPT = 256  # tracing starts remembered to tell a probe's records from a window's
+_PER_THREAD_STREAM = 0x2  # CU_STREAM_PER_THREAD: what stream 0 means to a *_ptsz call
 
 
 class LaunchSampler:
     """Counts launches per graph and traces the ones the schedule picks."""
 
-    def __init__(self, recorder: State) -> None:
+    def __init__(
+        self,
+        recorder: State,
+        inputs: InputCheck | None = None,
+        capturing: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.rec = recorder
+        self.inputs = inputs  # samples armed graphs' input blocks at untraced launches
+        self._capturing = capturing  # stream captures running in the process
         self.schedule = Schedule(recorder.settings, 0.0)
         self.tracing = False
         # The launch traced last, (its graph, its correlation id): see untime_last_traced.
@@ -121,6 +131,16 @@ class LaunchSampler:
                 life.timed.skip.add(correlation)
             life.traced += 1
             self._last_traced = (life, correlation)
+        elif (
+            life.inputs is not None
+            and self.inputs is not None
+            and self.inputs.due(life.inputs, began)
+            and not self._capturing()
+        ):
+            _, stream = callbacks.param_words(cbdata, 2)
+            if not stream and "_ptsz" in callbacks.function_name(cbdata):
+                stream = _PER_THREAD_STREAM
+            self.inputs.sample(life.inputs, stream, life.replays, began)
         local.launch = (life, wanted, time.perf_counter_ns())
 
     def _switch(self, life: Life, wanted: bool, correlation: int, began: int) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..introspect import KernelReader
     from ..pointers import TreeSpans
     from .blocks import Watch
+    from .inputs import Armed
     from .integrity import Use
 
 LAUNCHES_KEPT = 512  # untraced launch calls timed per graph (the latest), for the median
@@ -95,6 +96,7 @@ class Life:
     # were when it was read, by first byte; and those filed as changed since (blocks.py).
     blocks: dict[int, Watch] | None = None
     blocks_filed: set[int] = field(default_factory=set)
+    inputs: Armed | None = None  # the small blocks sampled at launches (inputs.py)
     dot_tmp: Path | None = None
     bundle: str | None = None
     dot: str | None = None

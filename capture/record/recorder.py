@@ -27,6 +27,7 @@ from .coverage import Coverage
 from .failures import FailureWatch
 from .graphs import GraphWatch
 from .index import process_info, write_index
+from .inputs import InputCheck
 from .integrity import IntegrityCheck, worth_keeping
 from .launches import PROBE_S, PROBE_SAMPLES, LaunchSampler
 from .skips import SkipListener
@@ -62,7 +63,8 @@ class Recorder(State):
         self._integrity_ns = 0
         self._blocks_ns = 0
         self._blocks_every_s = BLOCKS_EVERY_S
-        self.launches = LaunchSampler(self)
+        self.inputs: InputCheck = InputCheck(self)
+        self.launches = LaunchSampler(self, self.inputs, lambda: self.graphs.capturing)
         self.coverage = Coverage()
         self.skips = SkipListener()
         self.builder = Builder(self)
@@ -135,6 +137,7 @@ class Recorder(State):
                 self.attribution.deactivate()
             self.builder.build_pending()
             self.check_integrity()
+            self.inputs.collect(self.lives_now())
             self._bin_coverage(time.perf_counter_ns(), final=True)
             for life in list(self.lives):
                 self.builder.write(life, final=True)
@@ -171,7 +174,9 @@ class Recorder(State):
             self.failures.as_list(),
             stale,
             self.coverage.as_dict(),
-            ended,
+            self.inputs.as_list(lives),
+            self.inputs.coverage() if self.torch is not None else None,
+            ended=ended,
         )
 
     def _bin_coverage(self, now: int, final: bool = False) -> bool:
@@ -268,6 +273,9 @@ class Recorder(State):
             and any(life.blocks for life in self.lives)
         ):
             self.check_blocks()
+        if any(life.inputs is not None for life in self.lives):
+            self.inputs.collect(self.lives_now())
+            self.dirty = True
         busy = max(self.last_grab_ns, launches.last_launch_ns)
         idle = now - busy >= BUILD_QUIET_S * 1e9 and not capturing
         waited = [life for life in self.lives if life.unread]

@@ -21,6 +21,7 @@ from ..environment import now_iso
 if TYPE_CHECKING:
     from .. import sites
     from ..attribution import Attribution
+    from .inputs import InputCheck
     from .lives import Life
 
 
@@ -64,6 +65,7 @@ class State:
         self.hlo: DumpFolder | None = None  # where XLA dumps its optimized modules
         self.frames: sites.Frames | None = None
         self.cuda_graph_type: Any = None
+        self.inputs: InputCheck | None = None  # samples the blocks graphs read (inputs.py)
         self.kernels = introspect.KernelReader()
         self.lock = threading.Lock()
         self.records_lock = threading.Lock()  # records arrive on CUPTI's thread too

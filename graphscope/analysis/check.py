@@ -23,6 +23,7 @@ from .lifecycle import (
     site_text,
     skip_texts,
     stale_text,
+    unchanged_text,
 )
 from .memory import pool_total
 
@@ -43,6 +44,8 @@ class Rules:
     no_skips: bool = True
     max_graphs: int | None = None
     max_pool_mib: float | None = None
+    # opt in: a benchmark replaying one input, or a constant table, would break it
+    no_unchanged_inputs: bool = False
 
     def describe(self) -> list[str]:
         """The rules in words, in the order they are checked."""
@@ -63,6 +66,8 @@ class Rules:
             out.append(f"<= {self.max_graphs} graphs a process")
         if self.max_pool_mib is not None:
             out.append(f"<= {self.max_pool_mib:g} MiB of graph pools a process")
+        if self.no_unchanged_inputs:
+            out.append("no graph input left unchanged across its sampled replays")
         return out
 
 
@@ -74,7 +79,7 @@ class Violation:
     """One rule broken by one process: ``message`` is the line ``check`` prints."""
 
     # incomplete, failed-capture, stale-pointer, eager-share, graphs-stopped, rerecord, skips,
-    # max-graphs, max-pool
+    # max-graphs, max-pool, unchanged-input
     rule: str
     process: str  # "pid 622 (hf_generate.py)"
     graph: str | None  # the first graph at fault, where one is
@@ -156,6 +161,18 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
         read = [s for s in rec.stale_pointers if s.get("replays_since")]
         if read:
             broke("stale-pointer", read[0]["graph"], f"{stale_text(read[0])}{_and(len(read))}")
+
+    if rules.no_unchanged_inputs:
+        unchanged = rec.unchanged_inputs
+        if unchanged:
+            first = unchanged[0]
+            broke(
+                "unchanged-input",
+                first["graph"],
+                f"{unchanged_text(first)}{_and(len(unchanged))}",
+            )
+        elif not (rec.input_checks or {}).get("blocks") and graphs:
+            unchecked.append(f"unchanged inputs: {label}: no graph input block was sampled")
 
     if rules.max_eager_share_pct is not None:
         share = eager_share(rec)

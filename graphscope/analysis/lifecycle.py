@@ -62,6 +62,32 @@ def failure_text(f: dict[str, Any]) -> str:
     return f"{text}; {ended}" if ended != "never began" else f"{text}: the capture never began"
 
 
+UNCHANGED_COVERAGE = (
+    "checked: the small blocks (64 KiB at most, 8 a graph) of torch's allocator that each graph "
+    "reads outside its own pool and the model's parameters and buffers, read just before "
+    "sampled replays; not checked: larger buffers, and memory torch's allocator does not hold"
+)
+
+
+def unchanged_text(u: dict[str, Any]) -> str:
+    """One unchanged input finding (``RECORDING_UNCHANGED_INPUT``) in a sentence."""
+    nodes = u.get("nodes") or []
+    shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
+    samples = u["samples"]
+    span = ""
+    if "first_replay" in u and "last_replay" in u:
+        span = f", from replay {u['first_replay']:,} to {u['last_replay']:,}"
+        if "first_s" in u and "last_s" in u:
+            span += f" ({u['last_s'] - u['first_s']:.1f} s)"
+    return (
+        f"{u['graph']} reads {u['buffer']} (nodes {shown}): it held the same bytes at all "
+        f"{samples} replays sampled{span}. If it is an input the program means to feed, "
+        "nothing wrote it between replays: bind no new tensor to its name, copy into it "
+        "(x.copy_(new), not x = new). A constant, or an input replayed unchanged on purpose, "
+        "reads the same"
+    )
+
+
 def stale_text(s: dict[str, Any]) -> str:
     """One stale pointer finding (``RECORDING_STALE_POINTER``) in a sentence."""
     nodes = s.get("nodes") or []
@@ -300,6 +326,19 @@ def notes(recording: Recording) -> list[Note]:
                 "away, or at memory freed, while they lived (a weight reload that rebinds "
                 "storage, a static input or cache made anew)",
                 [stale_text(s) for s in stale[:10]] + [STALE_COVERAGE],
+            )
+        )
+    unchanged = recording.unchanged_inputs
+    if unchanged:
+        graphs_hit = sorted({u["graph"] for u in unchanged})
+        out.append(
+            Note(
+                "unchanged-inputs",
+                "info",
+                f"{len(unchanged)} buffer(s) that {len(graphs_hit)} graph(s) read held the same "
+                "bytes at every sampled replay: an input nothing feeds (a rebinding, not a copy "
+                "into it), or a constant",
+                [unchanged_text(u) for u in unchanged[:10]] + [UNCHANGED_COVERAGE],
             )
         )
     skips = recording.fallbacks.get("inductor_cudagraph_skips")

@@ -198,6 +198,41 @@ def test_a_static_input_copied_into_leaves_the_graph_sound(tmp_path: Path) -> No
     assert main(["check", str(out), "--no-stale-pointers"]) == 0
 
 
+def test_a_static_input_the_step_never_feeds_is_named_with_the_nodes_that_read_it(
+    tmp_path: Path,
+) -> None:
+    """The step binds ``tokens`` to each step's slice of the text where it should copy into
+    the captured buffer, which is still held: the input observer's samples of the buffer, read
+    before sampled replays, never change, while the position the step copies in does."""
+    out = _out(tmp_path, "unfed-input")
+    (line,) = _record(out, "unfed_input.py", "--seconds", "5")
+    assert line["graph_against_eager_max_abs"] > 0  # the graph reads the first tokens
+    rec = _with_graphs(out)
+    (graph,) = rec.graphs
+    assert rec.input_checks["blocks"] >= 2 and rec.input_checks.get("stopped") is None
+    (unfed,) = rec.unchanged_inputs  # the tokens; the position changed at every step
+    assert unfed["graph"] == graph["id"] and unfed["bytes"] == 512  # 4 tokens, in a 512 B block
+    assert unfed["samples"] >= 4 and unfed["last_replay"] > unfed["first_replay"]
+    assert unfed["last_replay"] <= line["replays"]
+    G = graphscope.load(rec.bundle_path(graph))
+    names = {str(G.nodes[n].get("short_name")) for n in unfed["nodes"]}
+    assert any("index" in n or "embedding" in n.lower() for n in names), names
+    assert rec.stale_pointers == []  # nothing was freed
+    lines = _check_lines(out, "--no-unchanged-inputs")
+    (found,) = [x for x in lines if ": unchanged-input: " in x]
+    assert f"{graph['id']} reads block 0x" in found and "held the same bytes" in found, found
+
+
+def test_a_static_input_copied_into_each_step_is_not_named(tmp_path: Path) -> None:
+    out = _out(tmp_path, "unfed-input-copy")
+    (line,) = _record(out, "unfed_input.py", "--seconds", "4", "--copy")
+    assert line["graph_against_eager_max_abs"] < 1e-2
+    rec = _with_graphs(out)
+    assert rec.input_checks["blocks"] >= 2 and rec.input_checks["samples"] >= 4
+    assert rec.unchanged_inputs == []
+    assert main(["check", str(out), "--no-unchanged-inputs", "--no-stale-pointers"]) == 0
+
+
 def test_every_call_watched_for_failed_captures_is_one_cupti_knows() -> None:
     from graphscope.capture.record import failures
 
@@ -481,9 +516,10 @@ def test_torch_compile_s_own_reason_for_recording_again_and_for_skipping(tmp_pat
     assert not [x for x in lines if x.startswith(f"{out}: graphs-stopped: ")], lines
 
 
-def _check_lines(out: Path) -> list[str]:
-    """The lines ``graphscope check`` prints for ``out``, which must fail it."""
-    command = [sys.executable, "-m", "graphscope", "check", str(out)]
+def _check_lines(out: Path, *rules: str) -> list[str]:
+    """The lines ``graphscope check`` prints for ``out`` (under ``rules``, else the default
+    ones), which must fail it."""
+    command = [sys.executable, "-m", "graphscope", "check", str(out), *rules]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1, done.stdout + done.stderr
     return done.stdout.splitlines()

@@ -240,3 +240,75 @@ def test_compile_rerecord_names_the_moved_weight_and_the_mutating_line_and_no_st
     (rec,) = [r for r in load_recordings(RECORDINGS / "compile-rerecord") if r.graphs]
     found = coverage.stop(rec)
     assert found is not None and found.eager is False and found.probe_kernels == 0
+
+
+def test_an_unchanged_input_breaks_only_the_rule_that_asks_and_is_a_diagnosis_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An index entry as the input observer writes it (capture/record/inputs.py): the opt-in
+    rule names the graph, the block, its nodes and the replays sampled; the default rules do
+    not ask it; inspect's notes tell it with what was checked."""
+    from graphscope.analysis.lifecycle import notes
+
+    entry = {
+        "graph": "g2",
+        "buffer": "block 0x7f5dcffe2a00 (32 bytes)",
+        "address": 0x7F5DCFFE2A00,
+        "bytes": 32,
+        "nodes": ["graph_1_node_2"],
+        "pointers": 1,
+        "samples": 9,
+        "first_replay": 1,
+        "last_replay": 4_312,
+        "first_s": 3.5,
+        "last_s": 8.75,
+    }
+    checks = {"graphs": 1, "blocks": 2, "samples": 9, "graphs_unarmed": 0}
+    run = _planted(tmp_path, "torch-buckets", {"unchanged_inputs": [entry], "input_checks": checks})
+    code, out, _ = _run([str(run)], capsys)
+    assert code == 0  # not a default rule
+    code, out, _ = _run([str(run), "--no-unchanged-inputs"], capsys)
+    assert code == 1 and len(out) == 1
+    assert out[0].startswith(f"{run}: unchanged-input: pid 959 (torch_buckets.py): g2 reads ")
+    assert (
+        "block 0x7f5dcffe2a00 (32 bytes) (nodes graph_1_node_2): it held the same bytes at all "
+        "9 replays sampled, from replay 1 to 4,312 (5.2 s)"
+    ) in out[0]
+    assert "copy into it (x.copy_(new), not x = new)" in out[0]
+    (rec,) = [r for r in load_recordings(run) if r.graphs]
+    assert rec.unchanged_inputs == [entry] and rec.input_checks == checks
+    (note,) = [n for n in notes(rec) if n.code == "unchanged-inputs"]
+    assert note.severity == "info" and note.title.startswith("1 buffer(s) that 1 graph(s) read")
+    assert note.details[-1].startswith("checked: the small blocks")
+
+    # a recording whose observer sampled nothing is not checked, not passed
+    unarmed = _planted(tmp_path / "b", "torch-buckets", {"input_checks": {**checks, "blocks": 0}})
+    code, out, _ = _run([str(unarmed), "--no-unchanged-inputs", "--json"], capsys)
+    result = json.loads("\n".join(out))
+    assert code == 0 and result["not_checked"] == [
+        "unchanged inputs: pid 959 (torch_buckets.py): no graph input block was sampled"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"unchanged_inputs": {"graph": "g2"}}, "unchanged_inputs"),
+        (
+            {"unchanged_inputs": [{"graph": "g2", "buffer": "b", "address": -1, "samples": 2}]},
+            "unchanged_inputs[0].address",
+        ),
+        (
+            {"unchanged_inputs": [{"graph": "g2", "buffer": "b", "address": 1, "samples": "9"}]},
+            "unchanged_inputs[0].samples",
+        ),
+        ({"input_checks": {"graphs": 1, "blocks": "2", "samples": 0}}, "input_checks.blocks"),
+    ],
+)
+def test_an_unchanged_input_entry_of_the_wrong_type_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, object], field: str
+) -> None:
+    run = _planted(tmp_path, "torch-buckets", change)
+    code, _, err = _run([str(run)], capsys)
+    assert code != 0 and "Traceback" not in err
+    assert f"{field}" in err and "recording.json" in err, err
