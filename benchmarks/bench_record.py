@@ -329,7 +329,7 @@ def _deep(args: argparse.Namespace) -> list[dict[str, Any]]:
                         "graph_capture_s": line["graph_capture_s"],
                         # the same graph captured again in the same process (--later)
                         "later_capture_s": statistics.median(
-                            line.get("graph_capture_rounds_s", [0.0, 0.0])[1:]
+                            line.get("graph_capture_rounds_s", [])[1:] or [0.0]
                         ),
                         "tail_s": exited - line["ended_at"],
                     }

@@ -797,6 +797,7 @@ RECORDING_UNCHANGED_INPUT = Record(
         "address": COUNT,  # its first byte
         "bytes": COUNT,
         "nodes": TEXTS,  # the nodes that point into it (the first 20)
+        "kernels": TEXTS,  # what each of them runs (its kernel, and module where known)
         "pointers": COUNT,
         "samples": Int(1, I64),  # replays whose bytes were read, all alike
         "first_replay": COUNT,  # the first and last of them, counted from the graph's first

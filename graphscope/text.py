@@ -87,6 +87,8 @@ def render_report(path: str, r: StepReport, w: Write) -> None:
             w("\n")
     elif r.untimed_reason:
         w(f"  {r.untimed_reason}\n")
+    if r.values:
+        w(f"  values: {r.values}\n")
     if r.critical_path_us is not None:
         w(
             f"  critical path: {len(r.critical_path):,} nodes, {us(r.critical_path_us)} of "
@@ -423,6 +425,8 @@ def _render_timing(s: dict[str, Any], w: Write) -> None:
                 w(f"    {line}\n")
             if len(diffs) > 10:
                 w(f"    ... {len(diffs) - 10:,} more (--json for all)\n")
+    if s.get("values"):
+        w(f"  values: {s['values']}\n")
     if s.get("attributed_nodes"):
         w(
             f"  attribution: {s['attributed_nodes']:,} of {s['nodes']:,} nodes labelled, "

@@ -31,6 +31,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from graphscope.model import display_name, origin_of
+
 from .blocks import Block, Watch, block_name
 
 if TYPE_CHECKING:
@@ -117,6 +119,7 @@ class Sampled:
     nbytes: int
     offset: int  # where its bytes go in a slot
     nodes: list[str]
+    kernels: list[str]  # what each of ``nodes`` runs: its kernel, and module where known
     pointers: int
     digest: bytes | None = None  # the last sample's
     samples: int = 0
@@ -193,7 +196,10 @@ class InputCheck:
         self.pinned += SLOTS * nbytes
         blocks, offset = [], 0
         for w in chosen:
-            blocks.append(Sampled(w.block.start, w.block.size, offset, list(w.nodes), w.pointers))
+            kernels = [_kernel(life, n) for n in w.nodes]
+            blocks.append(
+                Sampled(w.block.start, w.block.size, offset, list(w.nodes), kernels, w.pointers)
+            )
             offset += w.block.size
         life.inputs = Armed(blocks, slots)
         self.graphs += 1
@@ -241,6 +247,7 @@ class InputCheck:
                         "address": block.start,
                         "bytes": block.nbytes,
                         "nodes": list(block.nodes),
+                        "kernels": list(block.kernels),
                         "pointers": block.pointers,
                         "samples": block.samples,
                         "first_replay": block.first_replay,
@@ -316,6 +323,14 @@ def _compare(block: Sampled, slot: Slot) -> None:
     block.digest = digest
     block.samples += 1
     block.last_replay, block.last_ns = slot.replay, slot.at_ns
+
+
+def _kernel(life: Life, key: str) -> str:
+    """What node ``key`` of a read graph runs: ``indexSelectSmallIndex<...> in module embed``."""
+    G = life.graph
+    data = G.nodes[key] if G is not None and key in G else {}
+    module = origin_of(data).get("module")
+    return display_name(data) + (f" in module {module}" if module else "")
 
 
 def _node_order(life: Life) -> dict[str, int]:

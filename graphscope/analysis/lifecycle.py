@@ -62,6 +62,8 @@ def failure_text(f: dict[str, Any]) -> str:
     return f"{text}; {ended}" if ended != "never began" else f"{text}: the capture never began"
 
 
+# What capture/record/inputs.py arms (BLOCK_BYTES, BLOCKS_PER_GRAPH): graphscope/ reads
+# recordings without importing the recorder.
 UNCHANGED_COVERAGE = (
     "checked: the small blocks (64 KiB at most, 8 a graph) of torch's allocator that each graph "
     "reads outside its own pool and the model's parameters and buffers, read just before "
@@ -69,10 +71,18 @@ UNCHANGED_COVERAGE = (
 )
 
 
+def _nodes_shown(nodes: list[str]) -> str:
+    """The first six of a finding's nodes, and "..." where there are more."""
+    return ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
+
+
 def unchanged_text(u: dict[str, Any]) -> str:
     """One unchanged input finding (``RECORDING_UNCHANGED_INPUT``) in a sentence."""
-    nodes = u.get("nodes") or []
-    shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
+    nodes = list(u.get("nodes") or [])
+    kernels = u.get("kernels") or []
+    if len(kernels) == len(nodes):  # recordings since the recorder named them
+        nodes = [f"{n} {k}" for n, k in zip(nodes, kernels, strict=True)]
+    shown = _nodes_shown(nodes)
     samples = u["samples"]
     span = ""
     if "first_replay" in u and "last_replay" in u:
@@ -80,19 +90,18 @@ def unchanged_text(u: dict[str, Any]) -> str:
         if "first_s" in u and "last_s" in u:
             span += f" ({u['last_s'] - u['first_s']:.1f} s)"
     return (
-        f"{u['graph']} reads {u['buffer']} (nodes {shown}): it held the same bytes at all "
-        f"{samples} replays sampled{span}. If it is an input the program means to feed, "
-        "nothing wrote it between replays: bind no new tensor to its name, copy into it "
-        "(x.copy_(new), not x = new). A constant, or an input replayed unchanged on purpose, "
-        "reads the same"
+        f"{u['graph']} points into {u['buffer']} (nodes {shown}): it held the same bytes "
+        f"before all {samples} replays sampled{span}. If it is an input the program means to "
+        "feed, nothing wrote it between replays: bind no new tensor to its name, copy into it "
+        "(x.copy_(new), not x = new). A constant, an input replayed unchanged on purpose, or "
+        "an output the graph computes alike each time reads the same"
     )
 
 
 def stale_text(s: dict[str, Any]) -> str:
     """One stale pointer finding (``RECORDING_STALE_POINTER``) in a sentence."""
     nodes = s.get("nodes") or []
-    shown = ", ".join(nodes[:6]) + (", ..." if len(nodes) > 6 else "")
-    pointers = f"({s.get('pointers', len(nodes))} pointers of nodes {shown})"
+    pointers = f"({s.get('pointers', len(nodes))} pointers of nodes {_nodes_shown(nodes)})"
     if s.get("why"):  # an allocator block: a static input or cache freed under the graph
         text = (
             f"{s['graph']} points into {s['buffer']}, allocated when the graph was read; "
@@ -335,9 +344,9 @@ def notes(recording: Recording) -> list[Note]:
             Note(
                 "unchanged-inputs",
                 "info",
-                f"{len(unchanged)} buffer(s) that {len(graphs_hit)} graph(s) read held the same "
-                "bytes at every sampled replay: an input nothing feeds (a rebinding, not a copy "
-                "into it), or a constant",
+                f"{len(unchanged)} buffer(s) that {len(graphs_hit)} graph(s) point into held "
+                "the same bytes before every sampled replay: an input nothing feeds (a "
+                "rebinding, not a copy into it), a constant, or an output that never changes",
                 [unchanged_text(u) for u in unchanged[:10]] + [UNCHANGED_COVERAGE],
             )
         )

@@ -379,3 +379,48 @@ def first_difference_text(first: dict[str, Any]) -> str:
     nodes = first.get("nodes") or []
     at = f" at {nodes[0]}" if nodes else ""
     return f"op {first['index']:,} [{what}]{site}{at}: output {first['output']} {diff.said()}"
+
+
+def values_verdict(G: nx.DiGraph) -> str | None:
+    """The graph against eager by value in one line, for ``report`` and ``inspect``: what was
+    compared and whether it agreed, so that a clean graph says so; None where capture did not
+    compare (``--no-numerics``, an older bundle, a recording)."""
+    section = G.graph.get("numerics")
+    raw = G.graph.get("frozen")
+    parts = []
+    if isinstance(section, dict):
+        if section.get("error"):
+            parts.append(f"not compared ({section['error']})")
+        else:
+            compared = int(section.get("compared") or 0)
+            outputs = [o for o in section.get("outputs") or [] if isinstance(o, dict)]
+            differing = [o for o in outputs if isinstance(o.get("difference"), dict)]
+            first = section.get("first")
+            if isinstance(first, dict) and isinstance(first.get("difference"), dict):
+                parts.append(
+                    f"differ from eager's at the step after the capture's, first at "
+                    f"{op_in_module(first)} ({int(section.get('differing_ops') or 0):,} of "
+                    f"{compared:,} op outputs; see the findings)"
+                )
+            elif differing:
+                names = ", ".join(str(o.get("name")) for o in differing[:4])
+                parts.append(f"{names} differ from eager's at the step after the capture's")
+            elif compared:
+                parts.append(
+                    f"equal to eager's at the step after the capture's ({compared:,} op "
+                    f"outputs and {len(outputs):,} step output(s) compared, each within its "
+                    "dtype's tolerance)"
+                )
+    if isinstance(raw, dict) and raw.get("error"):
+        parts.append(f"kernel arguments not compared ({raw['error']})")
+    else:
+        report = read_frozen(G)
+        if report is not None:
+            frozen = len(report.frozen)
+            parts.append(
+                f"kernel arguments: {frozen:,} frozen (see the findings)"
+                if frozen
+                else f"kernel arguments: none of {report.compared:,} launches takes another "
+                "value when the step is captured one step later"
+            )
+    return "; ".join(parts) or None

@@ -14,6 +14,7 @@ from ..model import display_name, module_of, module_text, replay_median
 from .critical_path import critical_path
 from .findings import findings, launch_figures
 from .node_times import node_times
+from .numerics import values_verdict
 from .timing import step_timing
 
 #: Module groups are cut to this many path components (``model.layers.3``), so that a layer's
@@ -71,6 +72,8 @@ class StepReport:
     # Each node's replay median against its eager launch (node_times.NodeTimes.as_dict, its
     # rows cut to ``top``, slower in the graph first); None without both.
     graph_vs_eager: dict[str, Any] | None = None
+    # The graph against eager by value (numerics.values_verdict); None where not compared.
+    values: str | None = None
     # Why the graph has no timing at all, in words that fit where it came from; None when it
     # has some (replay, launch or eager figures, or node times).
     untimed_reason: str | None = None
@@ -238,6 +241,7 @@ def _step_report(G: nx.DiGraph, top: int, module_depth: int | None) -> StepRepor
         timing_source=source if isinstance(source, str) else None,
         replay_cpu_launch_traced_us=launch_traced,
         graph_vs_eager=None if (times := node_times(G, top)) is None else times.as_dict(),
+        values=values_verdict(G),
     )
     if not timed and not report.has_step_timing:
         report.untimed_reason = _untimed_reason(G)

@@ -8,6 +8,7 @@ from typing import Any
 import networkx as nx
 
 from ..model import display_name, nodes_by_graph, replay_median
+from .numerics import values_verdict
 
 
 def _graph_shape(G: nx.DiGraph, members: list[str]) -> tuple[int, int]:
@@ -107,6 +108,7 @@ def summarize(G: nx.DiGraph) -> dict[str, Any]:
         "timing": G.graph.get("timing"),
         "eager": G.graph.get("eager_summary"),
         "parity": _parity(G.graph.get("parity")),
+        "values": values_verdict(G),
         "attributed_nodes": len(labels),
         # Not every label names both: code of the step outside the model has no module, and
         # a torch.compile'd step's Triton kernels have no aten op.

@@ -65,7 +65,12 @@ def _life(blocks: dict[int, int]) -> tuple[Life, dict[int, Watch]]:
     G = nx.DiGraph()
     watched = {}
     for i, (start, size) in enumerate(blocks.items()):
-        G.add_node(f"graph_1_node_{i}")
+        G.add_node(
+            f"graph_1_node_{i}",
+            type="KERNEL",
+            short_name=f"kernel{i}",
+            attribution={"module": "embed"} if i == 0 else {},
+        )
         watched[start] = Watch(Block(start, size, True, (0, 0)), [f"graph_1_node_{i}"], 1)
     life = Life("graph_1", 1, 1, None, 0, None)
     life.graph = G
@@ -99,7 +104,7 @@ def test_a_block_nothing_writes_is_filed_and_one_written_each_step_is_not() -> N
     (found,) = check.as_list([life])
     assert found["graph"] == "graph_1" and found["address"] == 0x1000 and found["bytes"] == 16
     assert found["buffer"] == "block 0x1000 (16 bytes)"
-    assert found["nodes"] == ["graph_1_node_0"]
+    assert found["nodes"] == ["graph_1_node_0"] and found["kernels"] == ["kernel0 in module embed"]
     # launches 1, 2, 4, 8, 16 and 32 are sampled: powers of two within the first second
     assert found["samples"] == 6 and (found["first_replay"], found["last_replay"]) == (1, 32)
     assert found["first_s"] == 0.0 and found["last_s"] == pytest.approx(0.31)

@@ -269,16 +269,17 @@ def test_an_unchanged_input_breaks_only_the_rule_that_asks_and_is_a_diagnosis_no
     assert code == 0  # not a default rule
     code, out, _ = _run([str(run), "--no-unchanged-inputs"], capsys)
     assert code == 1 and len(out) == 1
-    assert out[0].startswith(f"{run}: unchanged-input: pid 959 (torch_buckets.py): g2 reads ")
+    assert out[0].startswith(f"{run}: unchanged-input: pid 959 (torch_buckets.py): g2 points into ")
     assert (
-        "block 0x7f5dcffe2a00 (32 bytes) (nodes graph_1_node_2): it held the same bytes at all "
-        "9 replays sampled, from replay 1 to 4,312 (5.2 s)"
+        "block 0x7f5dcffe2a00 (32 bytes) (nodes graph_1_node_2): it held the same bytes before "
+        "all 9 replays sampled, from replay 1 to 4,312 (5.2 s)"
     ) in out[0]
     assert "copy into it (x.copy_(new), not x = new)" in out[0]
     (rec,) = [r for r in load_recordings(run) if r.graphs]
     assert rec.unchanged_inputs == [entry] and rec.input_checks == checks
     (note,) = [n for n in notes(rec) if n.code == "unchanged-inputs"]
-    assert note.severity == "info" and note.title.startswith("1 buffer(s) that 1 graph(s) read")
+    assert note.severity == "info"
+    assert note.title.startswith("1 buffer(s) that 1 graph(s) point into")
     assert note.details[-1].startswith("checked: the small blocks")
 
     # a recording whose observer sampled nothing is not checked, not passed
@@ -312,3 +313,40 @@ def test_an_unchanged_input_entry_of_the_wrong_type_is_one_clear_error(
     code, _, err = _run([str(run)], capsys)
     assert code != 0 and "Traceback" not in err
     assert f"{field}" in err and "recording.json" in err, err
+
+
+def test_the_unfed_input_sample_names_the_token_buffer_and_the_embedding_that_reads_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """samples/recordings/unfed-input: the step bound its tokens anew each step while the
+    captured buffer stayed held (unfed_input.py, recorded on an H100): the tokens' block, read
+    by the embedding's gather, held the same bytes at every sampled replay; the position, which
+    the step copies in, changed. So did the logits the graph writes (the same token at every
+    position, in a decoder without positional encoding)."""
+    import graphscope
+
+    path = RECORDINGS / "unfed-input"
+    (rec,) = [r for r in load_recordings(path) if r.graphs]
+    (graph,) = rec.graphs
+    assert rec.input_checks == {"graphs": 1, "blocks": 3, "samples": 9, "graphs_unarmed": 0}
+    tokens, logits = rec.unchanged_inputs
+    G = graphscope.load(rec.bundle_path(graph))
+    assert [G.nodes[n]["short_name"] for n in tokens["nodes"]] == [
+        "indexSelectSmallIndex<Half, long, unsigned int>"
+    ]
+    assert G.nodes[tokens["nodes"][0]]["attribution"]["module"] == "embed"
+    assert tokens["bytes"] == 512 and tokens["samples"] == 9
+    assert (tokens["first_replay"], tokens["last_replay"]) == (21, 21_302)
+    assert tokens["last_replay"] <= graph["replays"] == 23_455
+    assert logits["bytes"] == 4 * 1024 * 2  # batch 4 x vocab 1024, float16
+    assert rec.stale_pointers == []  # nothing was freed
+    code, out, _ = _run([str(path)], capsys)
+    assert code == 0  # the default rules do not ask
+    code, out, _ = _run([str(path), "--no-unchanged-inputs"], capsys)
+    assert code == 1 and len(out) == 1
+    assert (
+        "unchanged-input: pid 1190 (unfed_input.py): g2 points into block 0x7f5caffe2a00 "
+        "(512 bytes) (nodes graph_1_node_2): it held the same bytes before all 9 replays sampled, "
+        "from replay 21 to 21,302 (4.5 s)"
+    ) in out[0]
+    assert out[0].endswith("(and 1 more)")

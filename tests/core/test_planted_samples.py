@@ -67,6 +67,10 @@ def test_the_report_names_each_planted_fault_at_its_line(
     assert any(said in x and f"gpu_models.py:{line}" in x for x in details), details
     found = {f.code for f in findings(G)}
     assert {"values-differ", code} <= found
+    # the one-line verdict under the step's timing, and in inspect
+    (values,) = [x.strip() for x in out.splitlines() if x.strip().startswith("values: ")]
+    assert values.startswith("values: differ from eager's at the step after the capture's, ")
+    assert f"first at {op}" in values and "kernel arguments: " in values
 
 
 def test_the_clean_model_raises_no_alarm() -> None:
@@ -75,3 +79,23 @@ def test_the_clean_model_raises_no_alarm() -> None:
     assert G.graph["frozen"]["frozen"] == [] and G.graph["frozen"]["compared"] > 0
     codes = {f.code for f in findings(G)}
     assert not codes & {"values-differ", "frozen-value", "rebound-input", "cpu-bound-launch"}
+
+
+def test_the_clean_model_reports_parity_by_value_in_report_and_inspect(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    G = graphscope.load(PLANTED / "gpu_models-clean-b1.json.gz")
+    compared, launches = G.graph["numerics"]["compared"], G.graph["frozen"]["compared"]
+    outputs = len(G.graph["numerics"]["outputs"])
+    said = (
+        f"values: equal to eager's at the step after the capture's ({compared:,} op outputs and "
+        f"{outputs:,} step output(s) compared, each within its dtype's tolerance); kernel "
+        f"arguments: none of {launches:,} launches takes another value when the step is "
+        "captured one step later"
+    )
+    assert said in _report("clean", capsys)
+    assert main(["inspect", str(PLANTED / "gpu_models-clean-b1.json.gz")]) == 0
+    assert f"  {said}\n" in capsys.readouterr().out
+    # a bundle captured without the comparison says nothing of values
+    assert main(["report", str(PLANTED.parent / "tiny-llama-b1.json.gz")]) == 0
+    assert "values:" not in capsys.readouterr().out
