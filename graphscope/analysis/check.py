@@ -169,7 +169,8 @@ def check_process(rec: Recording, rules: Rules) -> tuple[list[Violation], list[s
             broke(
                 "unchanged-input",
                 first["graph"],
-                f"{unchanged_text(first)}{_and(len(unchanged))}",
+                f"{unchanged_text(first)}{_and(len(unchanged))}: if it is an input, nothing "
+                "wrote it between replays (copy into it, x.copy_(new), not x = new)",
             )
         elif not (rec.input_checks or {}).get("blocks") and graphs:
             unchecked.append(f"unchanged inputs: {label}: no graph input block was sampled")

@@ -91,11 +91,17 @@ def unchanged_text(u: dict[str, Any]) -> str:
             span += f" ({u['last_s'] - u['first_s']:.1f} s)"
     return (
         f"{u['graph']} points into {u['buffer']} (nodes {shown}): it held the same bytes "
-        f"before all {samples} replays sampled{span}. If it is an input the program means to "
-        "feed, nothing wrote it between replays: bind no new tensor to its name, copy into it "
-        "(x.copy_(new), not x = new). A constant, an input replayed unchanged on purpose, or "
-        "an output the graph computes alike each time reads the same"
+        f"before all {samples} replays sampled{span}"
     )
+
+
+#: What an unchanged input means, said once under the findings.
+UNCHANGED_ADVICE = (
+    "if one is an input the program means to feed, nothing wrote it between replays: copy "
+    "into it (x.copy_(new)) rather than bind a new tensor to its name (x = new); a constant, "
+    "an input replayed unchanged on purpose, or an output the graph computes alike each time "
+    "reads the same"
+)
 
 
 def stale_text(s: dict[str, Any]) -> str:
@@ -347,7 +353,8 @@ def notes(recording: Recording) -> list[Note]:
                 f"{len(unchanged)} buffer(s) that {len(graphs_hit)} graph(s) point into held "
                 "the same bytes before every sampled replay: an input nothing feeds (a "
                 "rebinding, not a copy into it), a constant, or an output that never changes",
-                [unchanged_text(u) for u in unchanged[:10]] + [UNCHANGED_COVERAGE],
+                [unchanged_text(u) for u in unchanged[:10]]
+                + [UNCHANGED_ADVICE, UNCHANGED_COVERAGE],
             )
         )
     skips = recording.fallbacks.get("inductor_cudagraph_skips")

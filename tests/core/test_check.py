@@ -274,12 +274,16 @@ def test_an_unchanged_input_breaks_only_the_rule_that_asks_and_is_a_diagnosis_no
         "block 0x7f5dcffe2a00 (32 bytes) (nodes graph_1_node_2): it held the same bytes before "
         "all 9 replays sampled, from replay 1 to 4,312 (5.2 s)"
     ) in out[0]
-    assert "copy into it (x.copy_(new), not x = new)" in out[0]
+    assert out[0].endswith(
+        "(5.2 s): if it is an input, nothing wrote it between replays (copy into it, "
+        "x.copy_(new), not x = new)"
+    )
     (rec,) = [r for r in load_recordings(run) if r.graphs]
     assert rec.unchanged_inputs == [entry] and rec.input_checks == checks
     (note,) = [n for n in notes(rec) if n.code == "unchanged-inputs"]
     assert note.severity == "info"
     assert note.title.startswith("1 buffer(s) that 1 graph(s) point into")
+    assert note.details[-2].startswith("if one is an input the program means to feed")
     assert note.details[-1].startswith("checked: the small blocks")
 
     # a recording whose observer sampled nothing is not checked, not passed
@@ -349,4 +353,4 @@ def test_the_unfed_input_sample_names_the_token_buffer_and_the_embedding_that_re
         "(512 bytes) (nodes graph_1_node_2): it held the same bytes before all 9 replays sampled, "
         "from replay 21 to 21,302 (4.5 s)"
     ) in out[0]
-    assert out[0].endswith("(and 1 more)")
+    assert "(4.5 s) (and 1 more): if it is an input, nothing wrote it" in out[0]
