@@ -80,14 +80,16 @@ def _samples() -> Path | None:
 
 
 def sample_files() -> list[Path]:
-    """The bundled samples: capture bundles first, then the large one, then the DOT dumps."""
+    """The bundled samples: capture bundles first, then issue 28's planted faults (each graph
+    against eager by value), then the large one, then the DOT dumps."""
     samples = _samples()
     if samples is None:
         return []
     bundles = sorted((samples / "bundles").glob("*.json.gz"))
+    planted = sorted((samples / "bundles" / "planted").glob("*.json.gz"))
     large = sorted((samples / "large").glob("*.json.gz"))
     dots = sorted((samples / "dot").glob("*/flags-verbose.dot"))
-    return bundles + large + dots
+    return bundles + planted + large + dots
 
 
 def sample_recordings() -> list[Path]:

@@ -147,6 +147,8 @@ def report_page(G: nx.DiGraph, source_id: str | None = None) -> list[Any]:
                 id="no-timing-reason",
             )
         )
+    if r.values:
+        out.append(html.P(f"Values: {r.values}.", id="values"))
     if r.critical_path_us is not None:
         text = (
             f"Critical path: {len(r.critical_path)} nodes, {us(r.critical_path_us)} of "

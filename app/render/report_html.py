@@ -77,6 +77,8 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             )
     else:
         parts.append('<p class="muted">This file has no timing (a DOT dump carries none).</p>')
+    if r.values:
+        parts.append(f'<p id="values">Values: {_e(r.values)}.</p>')
     if r.critical_path_us is not None:
         parts.append(
             f"<p>Critical path: {len(r.critical_path)} nodes, {_e(us(r.critical_path_us))} of "

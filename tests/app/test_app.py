@@ -796,6 +796,16 @@ def test_the_report_page_of_a_recorded_graph_shows_its_replay_timing_not_no_timi
     assert "model.layers.*.self_attn" in shown_text(llama)
     assert "Graph against eager, node by node" in shown_text(llama)
     assert "Graph against eager" not in shown  # a recording has no eager side
+    assert "Values:" not in shown and "Values:" not in shown_text(llama)  # none compared
+    # capture compared the planted clean model's values with eager's: the page says they agree
+    planted = ROOT / "samples" / "bundles" / "planted"
+    clean = shown_text(report_page(graphscope.load(planted / "gpu_models-clean-b1.json.gz")))
+    assert "Values: equal to eager's at the step after the capture's (" in clean
+    assert "kernel arguments: none of " in clean
+    scalar = graphscope.load(planted / "gpu_models-python_scalar-b1.json.gz")
+    assert "Values: differ from eager's at the step after the capture's, first at aten::mul" in (
+        shown_text(report_page(scalar))
+    )
 
 
 def test_the_page_gets_what_its_script_shares_with_the_figures_once_from_python() -> None:

@@ -272,3 +272,22 @@ def test_a_trace_without_gpu_work_or_of_another_kind_is_refused(tmp_path: Path) 
     (tmp_path / "cut.json").write_text('{"traceEvents": [')
     with pytest.raises(InputError, match="not a Chrome trace JSON"):
         with_torch_trace(G, tmp_path / "cut.json")
+
+
+def test_the_html_report_says_whether_the_graph_s_values_matched_eager_s(tmp_path: Path) -> None:
+    pytest.importorskip("dash")
+    planted = BUNDLES / "planted"
+    out = tmp_path / "clean.html"
+    clean = planted / "gpu_models-clean-b1.json.gz"
+    assert main(["export", str(clean), "--format", "html", "-o", str(out)]) == 0
+    page = out.read_text()
+    assert (
+        '<p id="values">Values: equal to eager&#x27;s at the step after the capture&#x27;s ('
+        in (page)
+    )
+    out = tmp_path / "tiny.html"
+    assert (
+        main(["export", str(BUNDLES / "tiny-gpt-b1.json.gz"), "--format", "html", "-o", str(out)])
+        == 0
+    )
+    assert 'id="values"' not in out.read_text()  # captured before values were compared
