@@ -137,7 +137,10 @@ class Slot:
     host: int
     view: memoryview
     event: int = 0
-    busy: bool = False  # a sample is in flight (set by the launch, cleared by the worker)
+    # Taken by a launch before its driver calls (ctypes lets the GIL go during them, so another
+    # thread's launch could pick the same slot), freed by the worker once compared.
+    busy: bool = False
+    in_flight: bool = False  # its copies and event are enqueued: the worker may ask the event
     replay: int = 0
     at_ns: int = 0
 
@@ -220,7 +223,7 @@ class InputCheck:
             finished = []
             for slot in armed.slots:
                 try:
-                    if slot.busy and driver.done(slot.event):
+                    if slot.in_flight and driver.done(slot.event):
                         finished.append(slot)
                 except Exception as exc:
                     self._stop(exc)
@@ -228,7 +231,7 @@ class InputCheck:
             for slot in sorted(finished, key=lambda s: s.replay):
                 for block in armed.blocks:
                     _compare(block, slot)
-                slot.busy = False
+                slot.in_flight = slot.busy = False
 
     def as_list(self, lives: list[Life]) -> list[dict[str, Any]]:
         """The index's ``unchanged_inputs``: the blocks whose samples all agreed."""
@@ -288,6 +291,7 @@ class InputCheck:
         slot = next((s for s in armed.slots if not s.busy), None)
         if slot is None:
             return
+        slot.busy = True  # taken before any call that lets the GIL go
         driver = self.driver()
         try:
             if not slot.event:
@@ -296,10 +300,10 @@ class InputCheck:
                 driver.copy(slot.host + block.offset, block.start, block.nbytes, stream)
             driver.record(slot.event, stream)
         except Exception as exc:
-            self._stop(exc)
+            self._stop(exc)  # the slot stays taken: sampling has stopped
             return
         slot.replay, slot.at_ns = replay, now_ns
-        slot.busy = True
+        slot.in_flight = True
         armed.last_ns = now_ns
         self.samples += 1
 

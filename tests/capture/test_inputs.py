@@ -204,3 +204,29 @@ def test_a_failed_driver_call_stops_sampling_once_with_a_note() -> None:
     assert len(check.rec.notes) == 1 and "no longer sampled" in check.rec.notes[0]  # type: ignore[attr-defined]
     assert check.coverage()["stopped"] == check.failed
     assert check.as_list([life]) == []
+
+
+def test_a_slot_is_taken_before_the_driver_calls_and_asked_only_once_enqueued() -> None:
+    """ctypes lets the GIL go during a driver call: a second thread's launch must not take the
+    slot the first is filling, and the worker must not ask an event not yet recorded."""
+    device = Device()
+    check, life = _armed(device, {0x1000: 8})
+    assert life.inputs is not None
+    armed = life.inputs
+    seen: list[tuple[bool, bool]] = []
+    copy = device.copy
+
+    def copy_and_look(host: int, start: int, nbytes: int, stream: int) -> None:
+        # what another thread and the worker would see while this copy is under way
+        seen.append((armed.slots[0].busy, armed.slots[0].in_flight))
+        check.collect([life])
+        copy(host, start, nbytes, stream)
+
+    device.copy = copy_and_look  # type: ignore[method-assign]
+    assert check.due(armed, 0)
+    check.sample(armed, 7, 1, 0)
+    assert seen == [(True, False)]  # taken, not yet asked
+    assert armed.blocks[0].samples == 0  # the worker did not compare a sample in the making
+    assert armed.slots[0].in_flight
+    check.collect([life])
+    assert armed.blocks[0].samples == 1 and not armed.slots[0].busy
