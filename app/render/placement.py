@@ -143,6 +143,14 @@ def _row_label(
     return f"graph {graph_id}: nodes {first}..{last}"
 
 
+def drawn_as(levels: dict[str, list[str]], key: str, expanded: Set[str]) -> str:
+    """The drawn node that holds ``key``: its outermost collapsed group, or itself."""
+    for group in levels.get(key, []):
+        if group not in expanded:
+            return "group:" + group
+    return key
+
+
 def drawn(
     G: nx.DiGraph, levels: dict[str, list[str]], expanded: Set[str]
 ) -> tuple[nx.DiGraph, Layout]:

@@ -19,7 +19,8 @@ from graphscope.io import bulk
 from graphscope.text import step_rows, us
 
 from .figure import build_figure
-from .placement import drawn
+from .marks import values_mark
+from .placement import drawn, drawn_as
 from .timeline import build_timeline, has_timeline
 
 _PLOTLY = Path(__file__).resolve().parent.parent / "assets" / "plotly-graphscope.min.js"
@@ -115,14 +116,18 @@ def _report_html(G: nx.DiGraph, title: str) -> str:
             f"<br>Why: {_e(f['why'])}<br>Fix: {_e(f['fix'])}<ul>{details}</ul></div>"
         )
     levels = group_levels(G)
-    shown, placed = drawn(G, levels, overview(levels))  # the view the dashboard opens with
+    expanded = overview(levels)
+    shown, placed = drawn(G, levels, expanded)  # the view the dashboard opens with
     parts.append("<h2>Graph</h2>")
     if shown is not G:
         parts.append(
             f'<p class="muted">{G.number_of_nodes()} nodes: repeated layers and groups folded '
             "as the dashboard first shows them.</p>"
         )
-    figures = [build_figure(shown, placed, "time", in_page=False)]
+    dag = build_figure(shown, placed, "time", in_page=False)
+    # the node where the values first differ from eager's, ringed as the dashboard rings it
+    dag.add_traces(values_mark(G, placed, lambda k: drawn_as(levels, k, expanded)))
+    figures = [dag]
     if has_timeline(G):
         figures.append(build_timeline(G, None, shown))
     for fig in figures:

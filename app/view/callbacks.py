@@ -25,7 +25,7 @@ from ..render import pages
 from ..render.cards import card_divs, untimed
 from ..render.components import COLOURS, HIDDEN, PAGES, Drawing, Outputs, no_selection, page_layout
 from ..render.figure import build_figure, has_timing, minimap, node_hovers, ring_at
-from ..render.marks import mark_traces
+from ..render.marks import mark_traces, values_mark
 from ..render.panel import node_panel
 from ..render.placement import Layout
 from ..render.timeline import build_timeline, has_timeline, merges, timeline_ring, zoom_window
@@ -156,8 +156,10 @@ def draw(
     fig = build_figure(
         shown, lay, colour, ring, sorted({drawn(k) for k in found}), hover=False, found=len(found)
     )
-    # The file compared with (``?compare=``, kept in the grouping state by ``page``): what
-    # changed from it is ringed, before the selection ring, which stays the last trace.
+    # The node where the graph's values first differ from eager's, and what changed from the
+    # file compared with (``?compare=``, kept in the grouping state by ``page``), are ringed
+    # before the selection ring, which stays the last trace.
+    marks = values_mark(G, lay, drawn)
     against = view.registry.get(grouping.get("compare")) if isinstance(grouping, dict) else None
     if against is not None and grouping.get("source") == source.id:
         against_graph, against_error = view.registry.graph_of(against.id)
@@ -165,14 +167,15 @@ def draw(
             notes.append(html.Div(f"compare: {against_error}", className="error"))
         else:
             d = diff(against_graph, G)
-            marks = mark_traces(lay, d.added, pages.changed_keys(d), drawn)
-            if marks:  # none for a file compared with itself (fig.data[-0:] is all of it)
-                # Plotly takes new traces only at the end, then any order of those it holds.
-                fig.add_traces(marks)
-                ring_trace = fig.data[-len(marks) - 1]
-                fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
-            ringed_group = any(str(k).startswith("group:") for t in marks for k in t.customdata)
+            changes = mark_traces(lay, d.added, pages.changed_keys(d), drawn)
+            marks += changes
+            ringed_group = any(str(k).startswith("group:") for t in changes for k in t.customdata)
             notes.insert(0, pages.compare_note(d, against.id, against.label, ringed_group))
+    if marks:  # none for a file compared with itself (fig.data[-0:] is all of it)
+        # Plotly takes new traces only at the end, then any order of those it holds.
+        fig.add_traces(marks)
+        ring_trace = fig.data[-len(marks) - 1]
+        fig.data = (*fig.data[: -len(marks) - 1], *fig.data[-len(marks) :], ring_trace)
     ranges = focus_ranges(lay, ring) if key is not None and focus == key else None
     if ranges:  # the ring callback's move could come before this figure: both move
         fig.update_layout(

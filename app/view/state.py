@@ -32,7 +32,7 @@ from graphscope.analysis.search import search_nodes
 from graphscope.recording import is_recording
 
 from ..files.sources import RecordedRun, Registry, sample_files, sample_recordings
-from ..render.placement import Layout, drawn
+from ..render.placement import Layout, drawn, drawn_as
 from ..render.timeline import Row, timeline_rows
 
 #: Drawn views kept per open file (graph and placement, by expanded groups): a fold opened and
@@ -88,14 +88,6 @@ def opened_to(
     if toggled == set(state["toggled"]):
         return state
     return {**state, "toggled": sorted(toggled)}
-
-
-def drawn_as(levels: dict[str, list[str]], key: str, expanded: Set[str]) -> str:
-    """The drawn node that holds ``key``: its outermost collapsed group, or itself."""
-    for group in levels.get(key, []):
-        if group not in expanded:
-            return "group:" + group
-    return key
 
 
 def _bucket_files(files: list[Path], given: bool) -> list[dict[str, str]]:

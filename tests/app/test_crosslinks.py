@@ -286,3 +286,27 @@ def test_the_compare_page_lists_the_update_hazards_with_links_into_b() -> None:
     assert ("graph_14_node_58", pages.address("b", node="graph_14_node_58")) in _links(table)
     same = shown_text(pages.compare_page(A, A, a="a", b="a"))
     assert "Hazards" not in same and "it would change nothing" in same
+
+
+def test_the_node_where_values_first_differ_is_ringed_in_the_dag_and_the_html_export(
+    tmp_path: Path,
+) -> None:
+    """Issue 28: the planted Python scalar's graph opens with its first differing node (the
+    op that scales by the frozen counter) ringed, under the selection ring; the clean model's
+    has no such ring; the HTML export rings it too."""
+    from graphscope.cli import main
+
+    planted = BUNDLES / "planted"
+    scalar = planted / "gpu_models-python_scalar-b1.json.gz"
+    app = create_app([scalar, planted / "gpu_models-clean-b1.json.gz"])
+    page, fig = _dag(app, "/?file=f0")
+    first = graphscope.load(scalar).graph["numerics"]["first"]
+    (ring,) = [t for t in fig.data if t.name.startswith("values first differ from eager")]
+    assert list(ring.customdata) == first["nodes"] and ring.name.endswith("(1)")
+    assert fig.data[-1].name == "selected"
+    assert _by_id(page, "rings").data["dag"] == len(fig.data) - 1
+    _, clean = _dag(app, "/?file=f1")
+    assert not [t for t in clean.data if t.name.startswith("values first differ")]
+    out = tmp_path / "scalar.html"
+    assert main(["export", str(scalar), "--format", "html", "-o", str(out)]) == 0
+    assert "values first differ from eager (1)" in out.read_text()
