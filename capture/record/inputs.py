@@ -70,7 +70,9 @@ class CudaDriver:
         self._torch = torch
         self._lib = libcuda()
         self._held: list[Any] = []  # the pinned tensors, alive as long as the observer
-        self._context = ctypes.c_void_p()
+        # Each event's context, current on the thread that made it: the worker makes it
+        # current before asking (a process may drive graphs on several devices).
+        self._contexts: dict[int, ctypes.c_void_p] = {}
 
     def host(self, nbytes: int) -> tuple[int, memoryview]:
         tensor = self._torch.empty(nbytes, dtype=self._torch.uint8, pin_memory=True)
@@ -80,12 +82,13 @@ class CudaDriver:
     def event(self) -> int:
         from .._cuda import check_status
 
-        handle = ctypes.c_void_p()
-        # The program's thread, at a launch: its context is current. The worker queries the
-        # event later, under the same context.
-        check_status(self._lib.cuCtxGetCurrent(ctypes.byref(self._context)), "cuCtxGetCurrent")
+        handle, context = ctypes.c_void_p(), ctypes.c_void_p()
+        # The program's thread, at a launch: the graph's device's context is current.
+        check_status(self._lib.cuCtxGetCurrent(ctypes.byref(context)), "cuCtxGetCurrent")
         check_status(self._lib.cuEventCreate(ctypes.byref(handle), 2), "cuEventCreate")
-        return int(handle.value or 0)
+        event = int(handle.value or 0)
+        self._contexts[event] = context
+        return event
 
     def copy(self, host: int, device: int, nbytes: int, stream: int) -> None:
         from .._cuda import check_status
@@ -102,8 +105,9 @@ class CudaDriver:
     def done(self, event: int) -> bool:
         from .._cuda import check_status
 
-        if self._context.value:
-            check_status(self._lib.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+        context = self._contexts.get(event)
+        if context is not None and context.value:
+            check_status(self._lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
         code = self._lib.cuEventQuery(event)
         if code == 600:  # CUDA_ERROR_NOT_READY
             return False
