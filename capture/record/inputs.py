@@ -54,6 +54,7 @@ class Driver(Protocol):
     """The CUDA calls the observer makes; :class:`CudaDriver`, or a stand-in in tests."""
 
     def host(self, nbytes: int) -> tuple[int, memoryview]: ...  # pinned: address, bytes
+    def free(self, host: int) -> None: ...  # give back what ``host`` gave
     def event(self) -> int: ...
     def copy(self, host: int, device: int, nbytes: int, stream: int) -> None: ...
     def record(self, event: int, stream: int) -> None: ...
@@ -69,15 +70,18 @@ class CudaDriver:
 
         self._torch = torch
         self._lib = libcuda()
-        self._held: list[Any] = []  # the pinned tensors, alive as long as the observer
+        self._held: dict[int, Any] = {}  # the pinned tensors by address, until freed
         # Each event's context, current on the thread that made it: the worker makes it
         # current before asking (a process may drive graphs on several devices).
         self._contexts: dict[int, ctypes.c_void_p] = {}
 
     def host(self, nbytes: int) -> tuple[int, memoryview]:
         tensor = self._torch.empty(nbytes, dtype=self._torch.uint8, pin_memory=True)
-        self._held.append(tensor)
+        self._held[tensor.data_ptr()] = tensor
         return tensor.data_ptr(), memoryview(tensor.numpy())
+
+    def free(self, host: int) -> None:
+        self._held.pop(host, None)  # back to torch's host allocator
 
     def event(self) -> int:
         from .._cuda import check_status
@@ -155,6 +159,7 @@ class Armed:
 
     blocks: list[Sampled]
     slots: list[Slot]
+    nbytes: int = 0  # pinned bytes of one slot
     launches: int = 0  # since armed
     last_ns: int = 0  # the last sample's launch
     dropped: set[int] = field(default_factory=set)  # blocks filed freed since: not read
@@ -208,7 +213,7 @@ class InputCheck:
                 Sampled(w.block.start, w.block.size, offset, list(w.nodes), kernels, w.pointers)
             )
             offset += w.block.size
-        life.inputs = Armed(blocks, slots)
+        life.inputs = Armed(blocks, slots, nbytes)
         self.graphs += 1
         self.blocks += len(blocks)
 
@@ -236,6 +241,17 @@ class InputCheck:
                 for block in armed.blocks:
                     _compare(block, slot)
                 slot.in_flight = slot.busy = False
+            if (
+                life.destroyed_ns is not None
+                and armed.slots
+                and not any(s.in_flight for s in armed.slots)
+            ):
+                # Its findings stay; its pinned memory goes to the graphs made after it (a
+                # program that makes graphs anew would otherwise use the budget up).
+                for slot in armed.slots:
+                    driver.free(slot.host)
+                self.pinned -= SLOTS * armed.nbytes
+                armed.slots = []
 
     def as_list(self, lives: list[Life]) -> list[dict[str, Any]]:
         """The index's ``unchanged_inputs``: the blocks whose samples all agreed."""

@@ -25,11 +25,15 @@ class Device:
         self.recorded: list[tuple[int, int]] = []
         self.finished = True  # whether recorded events are done when asked
         self.fail_copy = False
+        self.freed: list[int] = []
 
     def host(self, nbytes: int) -> tuple[int, memoryview]:
         buffer = ctypes.create_string_buffer(nbytes)
         self.buffers.append(buffer)
         return ctypes.addressof(buffer), memoryview(buffer).cast("B")
+
+    def free(self, host: int) -> None:
+        self.freed.append(host)
 
     def event(self) -> int:
         return 1000 + len(self.recorded)
@@ -230,3 +234,29 @@ def test_a_slot_is_taken_before_the_driver_calls_and_asked_only_once_enqueued() 
     assert armed.slots[0].in_flight
     check.collect([life])
     assert armed.blocks[0].samples == 1 and not armed.slots[0].busy
+
+
+def test_a_destroyed_graph_gives_its_pinned_memory_to_the_graphs_made_after_it(
+    monkeypatch: Any,
+) -> None:
+    """A program that makes its graphs anew (a re-record each step, a server's new buckets)
+    must not use the budget up with graphs gone: their findings stay, their memory goes."""
+    monkeypatch.setattr(inputs, "PINNED_BYTES", inputs.SLOTS * 1024)  # room for one graph
+    device = Device()
+    check = InputCheck(Rec(), device)  # type: ignore[arg-type]
+    armed = []
+    for i in range(3):
+        start = 0x10000 * (i + 1)
+        device.memory[start] = bytearray(1024)
+        life, watched = _life({start: 1024})
+        check.arm(life, watched)
+        assert life.inputs is not None, i  # each one armed: the one before gave its room back
+        for step in range(8):
+            _launch(check, life, step * 0.01)
+        life.destroyed_ns = 1
+        check.collect([life])
+        assert life.inputs.slots == [] and check.pinned == 0
+        armed.append(life)
+    assert len(device.freed) == 3 * inputs.SLOTS
+    # the findings of the graphs gone are still told
+    assert [f["address"] for f in check.as_list(armed)] == [0x10000, 0x20000, 0x30000]
