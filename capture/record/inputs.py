@@ -217,11 +217,13 @@ class InputCheck:
         self.graphs += 1
         self.blocks += len(blocks)
 
-    def collect(self, lives: list[Life]) -> None:
-        """Compare every finished sample with the one before it (the worker's thread)."""
+    def collect(self, lives: list[Life]) -> bool:
+        """Compare every finished sample with the one before it (the worker's thread); whether
+        the findings changed (a block newly filed, or one filed that changed since)."""
         if self.failed is not None:
-            return
+            return False
         driver = self.driver()
+        changed = False
         for life in lives:
             armed = life.inputs
             if armed is None:
@@ -236,10 +238,12 @@ class InputCheck:
                         finished.append(slot)
                 except Exception as exc:
                     self._stop(exc)
-                    return
+                    return True  # the index says sampling stopped
             for slot in sorted(finished, key=lambda s: s.replay):
                 for block in armed.blocks:
+                    was = _filed(block)
                     _compare(block, slot)
+                    changed = changed or _filed(block) != was
                 slot.in_flight = slot.busy = False
             if (
                 life.destroyed_ns is not None
@@ -252,6 +256,7 @@ class InputCheck:
                     driver.free(slot.host)
                 self.pinned -= SLOTS * armed.nbytes
                 armed.slots = []
+        return changed
 
     def as_list(self, lives: list[Life]) -> list[dict[str, Any]]:
         """The index's ``unchanged_inputs``: the blocks whose samples all agreed."""
@@ -261,7 +266,7 @@ class InputCheck:
             if armed is None:
                 continue
             for block in armed.blocks:
-                if block.samples < MIN_SAMPLES or block.changes:
+                if not _filed(block):
                     continue
                 out.append(
                     {
@@ -334,6 +339,11 @@ class InputCheck:
 
 def block_name_of(block: Sampled) -> str:
     return block_name(Block(block.start, block.nbytes, True, ()))
+
+
+def _filed(block: Sampled) -> bool:
+    """Whether a block's samples make it a finding: enough of them, all alike."""
+    return block.samples >= MIN_SAMPLES and not block.changes
 
 
 def _compare(block: Sampled, slot: Slot) -> None:

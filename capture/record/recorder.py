@@ -273,9 +273,10 @@ class Recorder(State):
             and any(life.blocks for life in self.lives)
         ):
             self.check_blocks()
-        if any(life.inputs is not None for life in self.lives):
-            self.inputs.collect(self.lives_now())
-            self.dirty = True
+        if any(life.inputs is not None for life in self.lives) and self.inputs.collect(
+            self.lives_now()
+        ):
+            self.dirty = True  # a finding came or went: the index says so at its next write
         busy = max(self.last_grab_ns, launches.last_launch_ns)
         idle = now - busy >= BUILD_QUIET_S * 1e9 and not capturing
         waited = [life for life in self.lives if life.unread]

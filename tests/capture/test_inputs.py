@@ -117,6 +117,24 @@ def test_a_block_nothing_writes_is_filed_and_one_written_each_step_is_not() -> N
     assert check.coverage() == {"graphs": 1, "blocks": 2, "samples": 6, "graphs_unarmed": 0}
 
 
+def test_collect_says_when_the_findings_change_and_only_then() -> None:
+    """The worker rewrites the index for a new finding, not for every sample compared."""
+    device = Device()
+    check, life = _armed(device, {0x1000: 8})
+    assert life.inputs is not None
+    said = []
+    for step in range(2 ** (MIN_SAMPLES + 1)):
+        life.replays += 1
+        if check.due(life.inputs, step):
+            check.sample(life.inputs, 7, life.replays, step)
+        said.append(check.collect([life]))
+        if step == 2 ** (MIN_SAMPLES - 1):  # the block has just been filed; now it changes
+            device.memory[0x1000][0] = 1
+    # filed at the launch whose sample was the MIN_SAMPLES-th, unfiled at the next sample
+    assert [i for i, x in enumerate(said) if x] == [2 ** (MIN_SAMPLES - 1) - 1, 2**MIN_SAMPLES - 1]
+    assert check.as_list([life]) == []
+
+
 def test_a_block_written_once_then_never_again_is_not_filed() -> None:
     device = Device()
     check, life = _armed(device, {0x1000: 8})
