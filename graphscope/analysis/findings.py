@@ -21,6 +21,7 @@ from .numerics import (
     grouped_lines,
     op_in_module,
     read_frozen,
+    read_values,
 )
 from .summary import parity_lines
 from .timing import step_timing
@@ -523,39 +524,36 @@ def cpu_bound_launch(G: nx.DiGraph, index: Index) -> list[Finding]:
 
 def values_differ(G: nx.DiGraph, index: Index) -> list[Finding]:
     """The graph's values against eager's at the next step (``numerics``, issue 28)."""
-    section = G.graph.get("numerics")
-    if not isinstance(section, dict):
+    values = read_values(G)
+    if values is None:
         return []
-    if section.get("error"):
+    if values.error:
         return [
             Finding(
                 "values-not-compared",
                 "info",
                 "the graph's values were not compared with eager's",
                 [],
-                str(section["error"]),
+                values.error,
                 "Capture again; graphscope capture --no-numerics skips the comparison.",
             )
         ]
-    outputs = [o for o in section.get("outputs") or [] if isinstance(o, dict)]
-    differing = [o for o in outputs if isinstance(o.get("difference"), dict)]
-    first = section.get("first")
-    if not differing and not isinstance(first, dict):
+    if not values.differing and not isinstance(values.first, dict):
         return []
     details = []
     nodes: list[str] = []
     title = "the graph computes other values than the eager step at the next step"
-    if isinstance(first, dict) and isinstance(first.get("difference"), dict):
+    first = values.first_difference
+    if first is not None:
         details.append("first differs: " + first_difference_text(first))
         nodes = [k for k in first.get("nodes") or [] if k in G]
         site = f" ({first['site']})" if first.get("site") else ""
         title += f", first at {op_in_module(first)}{site}"
         details.append(
-            f"{section.get('differing_ops', 0):,} of {section.get('compared', 0):,} op "
-            "outputs compared differ"
+            f"{values.differing_ops:,} of {values.compared:,} op outputs compared differ"
         )
-    details += [f"{o['name']}: " + Difference(**o["difference"]).said() for o in differing]
-    details += [str(n) for n in section.get("notes") or []]
+    details += [f"{o['name']}: " + Difference(**o["difference"]).said() for o in values.differing]
+    details += [str(n) for n in values.notes]
     return [
         Finding(
             "values-differ",
@@ -577,16 +575,8 @@ def values_differ(G: nx.DiGraph, index: Index) -> list[Finding]:
 
 def values_agree(G: nx.DiGraph) -> bool:
     """Whether the value comparison ran and found the graph's values equal to eager's."""
-    section = G.graph.get("numerics")
-    return (
-        isinstance(section, dict)
-        and not section.get("error")
-        and section.get("first") is None
-        and (section.get("compared") or 0) > 0
-        and not any(
-            isinstance(o, dict) and o.get("difference") for o in section.get("outputs") or []
-        )
-    )
+    values = read_values(G)
+    return values is not None and values.agree
 
 
 def frozen_arguments(G: nx.DiGraph, index: Index) -> list[Finding]:

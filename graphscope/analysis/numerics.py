@@ -318,6 +318,54 @@ def _differences(key: str, a: dict[str, Any], b: dict[str, Any]) -> list[Frozen]
     return found
 
 
+@dataclass
+class ValuesRead:
+    """The bundle's ``numerics`` section as its readers need it (findings, verdict, panel)."""
+
+    error: str | None  # why the values were not compared
+    compared: int  # op outputs compared
+    differing_ops: int
+    outputs: list[dict[str, Any]]  # the step's outputs, each with its difference or None
+    differing: list[dict[str, Any]]  # those with a difference
+    first: Any  # the first op whose output differs (a dict), or None where none does
+    notes: list[Any]
+
+    @property
+    def first_difference(self) -> dict[str, Any] | None:
+        """``first`` where it names a difference, else None."""
+        first = self.first
+        if isinstance(first, dict) and isinstance(first.get("difference"), dict):
+            return first
+        return None
+
+    @property
+    def agree(self) -> bool:
+        """The comparison ran and found the graph's values equal to eager's."""
+        return (
+            not self.error
+            and self.first is None
+            and self.compared > 0
+            and not any(o.get("difference") for o in self.outputs)
+        )
+
+
+def read_values(G: nx.DiGraph) -> ValuesRead | None:
+    """The bundle's ``numerics`` section, or None where capture did not compare."""
+    section = G.graph.get("numerics")
+    if not isinstance(section, dict):
+        return None
+    outputs = [o for o in section.get("outputs") or [] if isinstance(o, dict)]
+    return ValuesRead(
+        error=str(section["error"]) if section.get("error") else None,
+        compared=int(section.get("compared") or 0),
+        differing_ops=int(section.get("differing_ops") or 0),
+        outputs=outputs,
+        differing=[o for o in outputs if isinstance(o.get("difference"), dict)],
+        first=section.get("first"),
+        notes=list(section.get("notes") or []),
+    )
+
+
 def read_frozen(G: nx.DiGraph) -> FrozenReport | None:
     """The bundle's ``frozen`` section, or None where capture did not compare."""
     raw = G.graph.get("frozen")
@@ -385,32 +433,28 @@ def values_verdict(G: nx.DiGraph) -> str | None:
     """The graph against eager by value in one line, for ``report`` and ``inspect``: what was
     compared and whether it agreed, so that a clean graph says so; None where capture did not
     compare (``--no-numerics``, an older bundle, a recording)."""
-    section = G.graph.get("numerics")
+    values = read_values(G)
     raw = G.graph.get("frozen")
     parts = []
-    if isinstance(section, dict):
-        if section.get("error"):
-            parts.append(f"not compared ({section['error']})")
-        else:
-            compared = int(section.get("compared") or 0)
-            outputs = [o for o in section.get("outputs") or [] if isinstance(o, dict)]
-            differing = [o for o in outputs if isinstance(o.get("difference"), dict)]
-            first = section.get("first")
-            if isinstance(first, dict) and isinstance(first.get("difference"), dict):
-                parts.append(
-                    f"differ from eager's at the step after the capture's, first at "
-                    f"{op_in_module(first)} ({int(section.get('differing_ops') or 0):,} of "
-                    f"{compared:,} op outputs; see the findings)"
-                )
-            elif differing:
-                names = ", ".join(str(o.get("name")) for o in differing[:4])
-                parts.append(f"{names} differ from eager's at the step after the capture's")
-            elif compared:
-                parts.append(
-                    f"equal to eager's at the step after the capture's ({compared:,} op "
-                    f"outputs and {len(outputs):,} step output(s) compared, each within its "
-                    "dtype's tolerance)"
-                )
+    if values is not None:
+        first = values.first_difference
+        if values.error:
+            parts.append(f"not compared ({values.error})")
+        elif first is not None:
+            parts.append(
+                f"differ from eager's at the step after the capture's, first at "
+                f"{op_in_module(first)} ({values.differing_ops:,} of {values.compared:,} op "
+                "outputs; see the findings)"
+            )
+        elif values.differing:
+            names = ", ".join(str(o.get("name")) for o in values.differing[:4])
+            parts.append(f"{names} differ from eager's at the step after the capture's")
+        elif values.compared:
+            parts.append(
+                f"equal to eager's at the step after the capture's ({values.compared:,} op "
+                f"outputs and {len(values.outputs):,} step output(s) compared, each within its "
+                "dtype's tolerance)"
+            )
     if isinstance(raw, dict) and raw.get("error"):
         parts.append(f"kernel arguments not compared ({raw['error']})")
     else:
