@@ -23,6 +23,7 @@ from types import CodeType, FrameType, TracebackType
 from typing import Any, TypedDict
 
 from graphscope.errors import CaptureError
+from graphscope.pace import paced
 
 from ._cuda import cupti, require
 from .callbacks import created_node_id, native_labeller, subscriber
@@ -169,7 +170,7 @@ def raw_label(
 def make_labels(frames: Frames, raws: list[RawLabel]) -> dict[int, Label]:
     """Labels by node id, from what the callback noted (Python's or C's)."""
     labels: dict[int, Label] = {}
-    for packed, module, op, code, line, generated, generated_line in raws:
+    for packed, module, op, code, line, generated, generated_line in paced(raws):
         label: Label = {
             "module": module,
             "op": op,

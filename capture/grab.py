@@ -24,6 +24,7 @@ import graphscope
 from graphscope import hlo
 from graphscope.errors import CaptureError
 from graphscope.model import node_key
+from graphscope.pace import paced
 
 from . import introspect
 from ._cuda import check, check_status, driver, libcuda
@@ -130,7 +131,7 @@ def snapshot(
     try:
         types: dict[int, str] = {}
         details: dict[int, tuple[dict[str, int], list[RawArgument]]] = {}
-        for local_id, node in introspect.root_nodes(graph):
+        for local_id, node in paced(introspect.root_nodes(graph)):
             kind = introspect.node_type(node)
             types[local_id] = kind
             if kind == "KERNEL":
@@ -157,7 +158,7 @@ def build(snap: Snapshot, dot_path: Path, pointers: PointerMap | None) -> nx.DiG
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for local_id, kind in snap.types.items():
+        for local_id, kind in paced(snap.types.items()):
             key = node_key(snap.graph_id, local_id)
             if key not in G:
                 raise CaptureError(f"driver node {key} is not in the DOT dump {dot_path}")
@@ -216,7 +217,7 @@ def attach_hlo(G: nx.DiGraph, modules: list[Module]) -> int:
 def attach_labels(G: nx.DiGraph, labels: dict[int, Label]) -> int:
     """Put each attribution label on its node (keys are CUPTI's packed node ids); how many."""
     labelled = 0
-    for packed, label in labels.items():
+    for packed, label in paced(labels.items()):
         key = node_key(packed >> 32, packed & 0xFFFFFFFF)
         if key in G:
             G.nodes[key]["attribution"] = label

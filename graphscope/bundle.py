@@ -34,6 +34,7 @@ from .contract import (
 )
 from .errors import BundleFormatError, InputError
 from .model import SCHEMA_VERSION
+from .pace import paced
 from .recording import check_graph_entry
 from .version import __version__
 
@@ -171,7 +172,7 @@ def to_document(G: nx.DiGraph, shared: AbstractSet[int] = frozenset()) -> dict[s
     # Per-node section values in node order, None where a node has none.
     sections: dict[str, list[Any]] = {attr: [] for attr in NODE_SECTIONS}
     records: list[dict[str, Any] | None] = []
-    for key, data in G.nodes(data=True):
+    for key, data in paced(G.nodes(data=True)):
         record = {KEY: key, **data}
         for attr, values in sections.items():
             values.append(record.pop(attr, None))

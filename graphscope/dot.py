@@ -32,6 +32,7 @@ from .dotparse import DotDocument, Node, parse_dot
 from .errors import DotFormatError, InputError
 from .model import NODE_TYPES, SCHEMA_VERSION, parse_key
 from .names import demangle_all, short_names_all
+from .pace import paced
 from .recording import check_graph_entry
 
 _TYPE_WORDS = {t: t for t in NODE_TYPES if t not in ("KERNEL", "GRAPH")}
@@ -499,14 +500,14 @@ def graph_from_dot(doc: DotDocument, path: str | Path | None = None) -> nx.DiGra
     if not doc.nodes:
         return _empty_graph(doc, path)
     budget = JsonBudget()
-    nodes = {name: _node_attrs(name, node, path, budget) for name, node in doc.nodes.items()}
+    nodes = {name: _node_attrs(name, node, path, budget) for name, node in paced(doc.nodes.items())}
     _name_kernels(nodes, doc)
     lines = {name: node.line for name, node in doc.nodes.items()}
     # The contract first: what follows reads child graphs, bodies and ids as their types.
     check_nodes(nodes, path, DotFormatError, lines)
     G = nx.DiGraph()
     owners: dict[int, str] = {}  # graph id -> key of the node that owns it
-    for name, node in doc.nodes.items():
+    for name, node in paced(doc.nodes.items()):
         attrs = nodes[name]
         if node.subgraph is not None:
             cluster = _CLUSTER.match(node.subgraph)

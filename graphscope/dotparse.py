@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import pace
 from .errors import DotFormatError
 
 # A quoted string has one reading (it ends at the first unescaped quote), so its repeats can
@@ -241,7 +242,11 @@ def parse_dot(text: str, path: str | Path | None = None) -> DotDocument:
         else:
             known.attrs.update(attrs)
 
+    statements = 0
     while True:
+        statements += 1
+        if not statements % pace.EVERY:
+            pace.point()
         start = toks.at_statement()
         if start is not None:
             m = _FAST_NODE.match(text, start)

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import graphscope
+from graphscope import pace
 from graphscope.errors import GraphscopeError
 
 from .. import grab
@@ -50,7 +51,9 @@ class Builder:
         if not pending:
             return
         for life in pending:
+            pace.point()  # between graphs and stages too: each is milliseconds of the GIL
             self._read_clone(life)
+        pace.point()
         torch = rec.torch
         if torch is None or not torch.cuda.is_initialized():
             segments, spans = [], None
@@ -73,6 +76,7 @@ class Builder:
         found: list[Region] | None = None  # modules alive now, for graphs none ran in
         block_map: BlockMap | None = None
         for life in pending:
+            pace.point()
             pointers = None
             if spans is not None:
                 if life.parameters is None and found is None:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 
-from graphscope import hlo
+from graphscope import hlo, pace
 from graphscope.errors import CaptureError
 from graphscope.recording import Settings
 
@@ -57,6 +57,7 @@ class Recorder(State):
         self._subscribed: list[Subscription] = []
         self.calls = Calls(lambda: self.stopped)
         self.graphs = GraphWatch(self)
+        self.captures_running = lambda: self.graphs.capturing
         self.failures = FailureWatch(self, self.calls, self.graphs.captures, self._failed)
         self.graphs.failures = self.failures
         self.integrity = IntegrityCheck()
@@ -228,12 +229,13 @@ class Recorder(State):
             # ms, which here, at CUDA's initialisation, could fall inside the program's first
             # capture. What the program waits on at instantiation goes through ctypes
             # (_cuda.libcuda).
-            while not self.stopped:
-                self._wake.wait(TICK_S)
-                self._wake.clear()
-                if self.stopped:
-                    break
-                self._tick()
+            with pace.giving_way(self.give_way):  # the long loops wait while the program captures
+                while not self.stopped:
+                    self._wake.wait(TICK_S)
+                    self._wake.clear()
+                    if self.stopped:
+                        break
+                    self._tick()
         except BaseException as exc:
             self._failed(exc)
         if self.status == "stopped":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,12 @@ if TYPE_CHECKING:
 def int_env(name: str) -> int | None:
     value = os.environ.get(name, "")
     return int(value) if value.isdigit() else None
+
+
+#: The longest the worker gives way to one stretch of captures (a capture left open by a
+#: thread that died would otherwise hold its builds back until exit).
+GIVE_WAY_S = 5.0
+GIVE_WAY_POLL_S = 0.001
 
 
 def process_folder_name(pid: int) -> str:
@@ -69,6 +76,28 @@ class State:
         self.kernels = introspect.KernelReader()
         self.lock = threading.Lock()
         self.records_lock = threading.Lock()  # records arrive on CUPTI's thread too
+        # How many stream captures run now (graphs.GraphWatch counts them in the recorder).
+        self.captures_running: Callable[[], int] = lambda: 0
+        self._given_way_ns = 0
+
+    def give_way(self) -> None:
+        """The worker's pause point (``graphscope.pace``): wait while the program captures.
+
+        A build's Python holds the GIL the capture's own Python needs, every few ms taking
+        it back, so a capture beside a build runs longer. Waiting costs the program
+        nothing: sleeping lets the GIL go. Not while recording stops (``finish`` builds at
+        exit on the program's thread), and at most ``GIVE_WAY_S`` per stretch of captures.
+        """
+        if not self.captures_running():
+            self._given_way_ns = 0
+            return
+        began = time.perf_counter_ns()
+        limit = GIVE_WAY_S * 1e9 - self._given_way_ns
+        while (
+            self.captures_running() and not self.stopped and time.perf_counter_ns() - began < limit
+        ):
+            time.sleep(GIVE_WAY_POLL_S)
+        self._given_way_ns += time.perf_counter_ns() - began
 
     def since_s(self, ns: int) -> float:
         return (ns - self.started_ns) / 1e9

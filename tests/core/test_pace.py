@@ -1,0 +1,73 @@
+"""Pause points in the loops that grow with a graph (graphscope.pace)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import graphscope
+from graphscope import pace
+from graphscope.dotparse import parse_dot
+
+DEEP_DOT = Path(__file__).parents[2] / "samples/large/recordings/deep-decoder/pid744/g2.dot"
+
+
+def test_without_a_hook_the_iterable_comes_back_as_it_is() -> None:
+    items = [1, 2, 3]
+    assert pace.paced(items) is items
+    pace.point()  # no hook: nothing to call, nothing raised
+
+
+def test_a_hook_is_called_every_so_many_items_and_every_item_still_comes() -> None:
+    calls: list[int] = []
+    with pace.giving_way(lambda: calls.append(1)):
+        items = list(pace.paced(range(3 * pace.EVERY + 5)))
+    assert items == list(range(3 * pace.EVERY + 5))
+    assert len(calls) == 3
+    assert pace.paced(items) is items  # the hook is gone with the block
+
+
+def test_the_hook_is_the_setting_thread_s_alone() -> None:
+    calls: list[str] = []
+    seen_elsewhere: list[bool] = []
+    entered, checked = threading.Event(), threading.Event()
+
+    def other() -> None:
+        entered.wait()
+        seen_elsewhere.append(pace.paced([1]) == [1] and isinstance(pace.paced([1]), list))
+        pace.point()
+        checked.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with pace.giving_way(lambda: calls.append(threading.current_thread().name)):
+        entered.set()
+        checked.wait()
+        pace.point()
+    thread.join()
+    assert seen_elsewhere == [True]
+    assert calls == [threading.current_thread().name]
+
+
+def test_parsing_building_and_saving_a_deep_graph_reach_pause_points(tmp_path: Path) -> None:
+    text = DEEP_DOT.read_text()
+    calls = {"parse": 0, "load": 0, "save": 0}
+    stage = "parse"
+
+    def hook() -> None:
+        calls[stage] += 1
+
+    with pace.giving_way(hook):
+        parse_dot(text, DEEP_DOT)
+        stage = "load"
+        G = graphscope.load(DEEP_DOT)
+        stage = "save"
+        graphscope.save(G, tmp_path / "g.json.gz")
+    nodes = G.number_of_nodes()
+    assert nodes > 10_000
+    # the parser: a point every EVERY statements (nodes and edges); the load parses and then
+    # builds the graph; the save builds the bundle's document node by node
+    assert calls["parse"] >= nodes // pace.EVERY
+    assert calls["load"] >= calls["parse"] + 2 * (nodes // pace.EVERY)
+    assert calls["save"] >= nodes // pace.EVERY
+    assert graphscope.load(tmp_path / "g.json.gz").number_of_nodes() == nodes
