@@ -122,9 +122,9 @@ class Builder:
         try:
             G = grab.build(snap, life.dot_tmp, pointers)
             attribution = self.rec.attribution
-            if attribution is not None:
-                life.attributed = grab.attach_labels(G, attribution.make_labels(life.labels))
-            life.labels = []
+            if attribution is not None and life.graph_id is not None:
+                raws = attribution.take(life.graph_id)
+                life.attributed = grab.attach_labels(G, attribution.make_labels(raws))
             modules = self.rec.hlo.update() if self.rec.hlo is not None else []
             if modules:  # XLA's kernels: the HLO op and line its dump gives
                 life.attributed = (life.attributed or 0) + grab.attach_hlo(G, modules)

@@ -226,21 +226,22 @@ class GraphWatch:
         except Exception:  # a graph the driver will not clone: read it now
             life.read(graph, rec.folder, rec.kernels)
         attribution = rec.attribution
-        if attribution is not None and life.graph_id is not None:
-            life.labels = attribution.take(life.graph_id)
-            if life.nodes:
-                try:
-                    roots = attribution.live_roots()
-                    trees = parameter_spans(roots) if roots else []
-                    life.parameters = [(prefix, spans) for prefix, _, spans in trees] or None
-                    life.param_roots = roots_of(trees) or None
-                    # Buckets captured under the same parameters share one list: it is kept
-                    # for the integrity check, and a 3,200-tensor model's is 3,200 tuples.
-                    last = self.rec.lives[-1] if self.rec.lives else None
-                    if last is not None and last.parameters == life.parameters:
-                        life.parameters = last.parameters
-                except Exception:  # a module torn down mid-walk: named later, if still alive
-                    life.parameters = None
+        # The graph's labels wait in the attribution's sink, by graph id, until the worker
+        # builds its bundle (Builder._build): sorting them here cost the program 1.9 to
+        # 2.3 ms per 10,411-node capture on the H200.
+        if attribution is not None and life.graph_id is not None and life.nodes:
+            try:
+                roots = attribution.live_roots()
+                trees = parameter_spans(roots) if roots else []
+                life.parameters = [(prefix, spans) for prefix, _, spans in trees] or None
+                life.param_roots = roots_of(trees) or None
+                # Buckets captured under the same parameters share one list: it is kept
+                # for the integrity check, and a 3,200-tensor model's is 3,200 tuples.
+                last = self.rec.lives[-1] if self.rec.lives else None
+                if last is not None and last.parameters == life.parameters:
+                    life.parameters = last.parameters
+            except Exception:  # a module torn down mid-walk: named later, if still alive
+                life.parameters = None
         if capture is not None and life.nodes:
             # An empty graph (CUDA graph trees make one first) is no earlier recording.
             earlier = self.last_of_site.get(capture.key())

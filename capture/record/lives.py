@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from .. import sites
-    from ..attribution import RawLabel
     from ..introspect import KernelReader
     from ..pointers import TreeSpans
     from .blocks import Watch
@@ -79,7 +78,6 @@ class Life:
     # worker while the program rests; None once read, or where the graph was read at once.
     clone: int | None = None
     snapshot: grab.Snapshot | None = None
-    labels: list[RawLabel] = field(default_factory=list)  # made Labels by the worker
     # Where the parameters of the modules that ran in its capture were at instantiation: the
     # bundle is built later, when a program's model may be gone (a main() that returned) or
     # its weights reloaded elsewhere. Named Regions by the worker (pointers.regions_of).
