@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -14,46 +13,64 @@ from graphscope.capture.record.state import State
 from graphscope import pace
 
 
-def test_no_capture_no_wait(tmp_path: Path) -> None:
-    rec = State(tmp_path)
-    started = time.perf_counter()
-    rec.give_way()
-    assert time.perf_counter() - started < 0.05
+class FakeTime:
+    """``time`` as give_way sees it: sleeping moves the clock on, and nothing else does."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self.slept_s = 0.0
+
+    def perf_counter_ns(self) -> int:
+        return self.ns
+
+    def sleep(self, seconds: float) -> None:
+        self.slept_s += seconds
+        self.ns += round(seconds * 1e9)
 
 
-def test_the_worker_waits_until_the_capture_ends(tmp_path: Path) -> None:
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
+    fake = FakeTime()
+    monkeypatch.setattr(state, "time", fake)
+    return fake
+
+
+def test_no_capture_no_wait(tmp_path: Path, clock: FakeTime) -> None:
     rec = State(tmp_path)
-    ends = time.perf_counter() + 0.2
-    rec.captures_running = lambda: int(time.perf_counter() < ends)
     rec.give_way()
-    assert time.perf_counter() >= ends
+    assert clock.slept_s == 0
+
+
+def test_the_worker_waits_until_the_capture_ends(tmp_path: Path, clock: FakeTime) -> None:
+    rec = State(tmp_path)
+    rec.captures_running = lambda: int(clock.ns < 0.2e9)
+    rec.give_way()
+    assert clock.ns >= 0.2e9
+    assert clock.slept_s == pytest.approx(0.2, abs=2 * state.GIVE_WAY_POLL_S)
 
 
 def test_a_capture_that_never_ends_holds_the_worker_back_only_so_long(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, clock: FakeTime
 ) -> None:
-    monkeypatch.setattr(state, "GIVE_WAY_S", 0.2)
     rec = State(tmp_path)
     rec.captures_running = lambda: 1
-    started = time.perf_counter()
     rec.give_way()
     rec.give_way()  # the same stretch of captures: its allowance is spent
-    assert 0.2 <= time.perf_counter() - started < 0.4
+    assert clock.slept_s == pytest.approx(state.GIVE_WAY_S, abs=2 * state.GIVE_WAY_POLL_S)
     rec.captures_running = lambda: 0
     rec.give_way()  # the stretch ended: the next one gets the whole allowance again
     rec.captures_running = lambda: 1
-    started = time.perf_counter()
+    before = clock.slept_s
     rec.give_way()
-    assert time.perf_counter() - started >= 0.2
+    assert clock.slept_s - before == pytest.approx(state.GIVE_WAY_S, abs=2 * state.GIVE_WAY_POLL_S)
 
 
-def test_a_stopping_recorder_does_not_wait(tmp_path: Path) -> None:
+def test_a_stopping_recorder_does_not_wait(tmp_path: Path, clock: FakeTime) -> None:
     rec = State(tmp_path)
     rec.captures_running = lambda: 1
     rec.stopped = True  # finish() builds what is left on the program's thread, at exit
-    started = time.perf_counter()
     rec.give_way()
-    assert time.perf_counter() - started < 0.05
+    assert clock.slept_s == 0
 
 
 def test_the_worker_s_long_loops_give_way_and_the_program_s_do_not(tmp_path: Path) -> None:
