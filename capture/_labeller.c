@@ -256,7 +256,7 @@ frame_offset(const Frame *frame)
  * development VM (.devwork's microbenchmark, docs/RECORD.md). Here each code object, type and
  * module met is looked up by its address in small open-addressing tables, a label is a
  * record of plain numbers, and lines and tuples are made when the labels are drained.
- * Every object an entry names is held by `held`, a list, until stop(). */
+ * Every object an entry names is held by `held`, a list, until its labels are drained. */
 
 typedef struct {
     uintptr_t *keys; /* 0: empty */
@@ -739,19 +739,18 @@ line_at(PyCodeObject *code, int offset)
     return PyLong_FromLong(PyCode_Addr2Line(code, offset));
 }
 
-/* Append the labels noted so far to the sink, as the tuples attribution.py's labeller makes;
- * 0, or -1 with an exception set (the labels not appended stay noted). */
+/* Append the first `settled` of `recs` to `to`, as the tuples attribution.py's labeller makes,
+ * and drop them from `recs`; `code_arr` and `path_arr` are what the records index. 0, or -1
+ * with an exception set (the labels not appended stay in `recs`); `handed`: how many went. */
 static int
-drain_records(void)
+drain_into(Array *recs, const Array *code_arr, const Array *path_arr, PyObject *to,
+           Py_ssize_t settled, Py_ssize_t *handed)
 {
     Py_ssize_t done = 0;
     int failed = 0;
-    const Record *all = (const Record *)records.items;
-    const CodeEntry *code = (const CodeEntry *)codes.items;
-    PyObject *const *path = (PyObject *const *)paths.items;
-    /* Guessed ids not settled yet stay noted (see `chain`). */
-    Py_ssize_t settled =
-        chain.graph != NULL && chain.first < records.count ? chain.first : records.count;
+    const Record *all = (const Record *)recs->items;
+    const CodeEntry *code = (const CodeEntry *)code_arr->items;
+    PyObject *const *path = (PyObject *const *)path_arr->items;
     for (; done < settled && !failed; done++) {
         const Record *r = all + done;
         if (r->id == 0)
@@ -759,7 +758,7 @@ drain_records(void)
         PyObject *entry = PyTuple_New(7);
         if (entry == NULL) {
             failed = 1;
-            break;
+            continue; /* done counts it, as below, and is stepped back after the loop */
         }
         PyObject *items[7] = {
             PyLong_FromUnsignedLongLong(r->id),
@@ -779,16 +778,103 @@ drain_records(void)
         /* Numbers, strings and a code object: no cycle for the collector to find. */
         if (!failed)
             PyObject_GC_UnTrack(entry);
-        failed = failed || PyList_Append(sink, entry) < 0;
+        failed = failed || PyList_Append(to, entry) < 0;
         Py_DECREF(entry);
     }
     if (failed)
         done--; /* the one that failed stays noted */
-    memmove(records.items, records.items + (size_t)done * sizeof(Record),
-            (size_t)(records.count - done) * sizeof(Record));
-    records.count -= done;
-    chain.first = chain.first > done ? chain.first - done : 0;
+    memmove(recs->items, recs->items + (size_t)done * sizeof(Record),
+            (size_t)(recs->count - done) * sizeof(Record));
+    recs->count -= done;
+    *handed = done;
     return failed ? -1 : 0;
+}
+
+/* Append the labels noted so far to the sink; 0, or -1 with an exception set (the labels not
+ * appended stay noted). */
+static int
+drain_records(void)
+{
+    /* Guessed ids not settled yet stay noted (see `chain`). */
+    Py_ssize_t settled =
+        chain.graph != NULL && chain.first < records.count ? chain.first : records.count;
+    Py_ssize_t done = 0;
+    int result = drain_into(&records, &codes, &paths, sink, settled, &done);
+    chain.first = chain.first > done ? chain.first - done : 0;
+    return result;
+}
+
+/* The labels of labelling that has stopped, as noted, until drain() hands them over. Making
+ * their tuples at stop(), as a capture ends, held the program 3.3 to 4.8 ms per 10,411 nodes
+ * on the H200 (docs/RECORD.md); the recorder's worker drains them while the program rests.
+ * Each keeps the arrays its records index and the references that keep those alive. */
+typedef struct Stash {
+    Array records, codes, paths;
+    PyObject *held; /* strong references, as `held` */
+    PyObject *sink;
+    struct Stash *next;
+} Stash;
+static Stash *stashed; /* oldest first */
+
+static void
+stash_free(Stash *st)
+{
+    array_free(&st->records);
+    array_free(&st->codes);
+    array_free(&st->paths);
+    Py_XDECREF(st->held);
+    Py_XDECREF(st->sink);
+    PyMem_Free(st);
+}
+
+/* Move the settled labels noted, and what they index, to the stash; the globals are left
+ * empty. 0, or -1 (no memory for the stash: nothing moved). */
+static int
+stash_records(void)
+{
+    Stash *st = PyMem_Calloc(1, sizeof(Stash));
+    if (st == NULL)
+        return -1;
+    st->records = records;
+    st->codes = codes;
+    st->paths = paths;
+    st->held = held; /* the reference moves with it */
+    st->sink = Py_NewRef(sink);
+    records = (Array){0};
+    codes = (Array){0};
+    paths = (Array){0};
+    held = NULL;
+    Stash **tail = &stashed;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = st;
+    return 0;
+}
+
+/* Hand every stash to its sink; 0, or -1 with an exception set (what is left stays). */
+static int
+drain_stashed(void)
+{
+    /* Taken off first: a tuple's allocation may run the collector, whose finalizers could
+     * drain again, or stop a labelling and stash more meanwhile. */
+    Stash *st = stashed;
+    stashed = NULL;
+    while (st != NULL) {
+        Py_ssize_t done = 0;
+        if (drain_into(&st->records, &st->codes, &st->paths, st->sink, st->records.count,
+                       &done) < 0) {
+            Stash *last = st;
+            while (last->next != NULL)
+                last = last->next;
+            last->next = stashed; /* before whatever was stashed meanwhile */
+            stashed = st;
+            return -1;
+        }
+        Stash *next = st->next;
+        stash_free(st);
+        st = next;
+    }
+    return 0;
 }
 
 /* Tell on_error of the exception set, and clear it: nothing may reach CUPTI or the program. */
@@ -909,8 +995,8 @@ clear(void)
 {
     labelling = 0;
     settle(0); /* labels of a capture still running: its graph may be freed at any time */
-    if (sink != NULL && drain_records() < 0)
-        report();
+    if (sink != NULL && records.count > 0 && stash_records() < 0 && drain_records() < 0)
+        report(); /* no memory to stash them: drained now, as far as can be */
     array_free(&records);
     table_free(&code_table);
     table_free(&type_table);
@@ -963,6 +1049,8 @@ stop(PyObject *self, PyObject *unused)
 static PyObject *
 drain(PyObject *self, PyObject *unused)
 {
+    if (drain_stashed() < 0)
+        return NULL;
     if (sink != NULL && drain_records() < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -1011,9 +1099,11 @@ static PyMethodDef methods[] = {
      "start(sink, names, module_type, kinds, classify, learn, on_error): label each node "
      "created from now on"},
     {"stop", stop, METH_NOARGS,
-     "stop(): drain the labels noted, forward GRAPHNODE_CREATED again, and drop the references"},
+     "stop(): keep the labels noted for drain(), forward GRAPHNODE_CREATED again, and drop "
+     "the other references"},
     {"drain", drain, METH_NOARGS,
-     "drain(): append the labels noted since the last drain to the sink, as tuples"},
+     "drain(): append the labels noted since the last drain to their sinks, as tuples: those "
+     "of labelling stopped since (each to the sink it was started with), then the current"},
     {"active", active, METH_NOARGS, "active() -> whether nodes are being labelled"},
     {"use_interpreter_frames", use_interpreter_frames, METH_VARARGS,
      "use_interpreter_frames(on) -> whether the walk now reads the interpreter's frames (3.11 "

@@ -229,6 +229,7 @@ class Attribution:
         self._kinds: dict[str, int] = {}  # the C labeller's cache of Frames.kind
         self.labeller = "none"  # which labelled the last capture: "C", "Python" or "none"
         self._labelling_natively = False
+        self._labelled_natively = False  # its labels may wait in the C labeller's stash
         self._subscribed = False
         self._warnings: Any = None
 
@@ -288,9 +289,10 @@ class Attribution:
             return taken.pop(graph_id, [])
 
     def _drain(self) -> None:
-        """Have the C labeller append what it noted to the sink (it makes no tuple, and
-        reads no line, while the program captures)."""
-        if self._labelling_natively:
+        """Have the C labeller append what it noted to the sink: it makes no tuple, and reads
+        no line, while the program captures, nor when a capture ends (its stop() keeps the
+        labels for this)."""
+        if self._labelled_natively:
             native = native_labeller()
             if native is not None:
                 native.drain()
@@ -361,7 +363,7 @@ class Attribution:
                 self._failed,
             )
             self.labeller = "C"
-            self._labelling_natively = True
+            self._labelling_natively = self._labelled_natively = True
 
     def deactivate(self) -> None:
         """Stop tracking; labels stay."""

@@ -74,6 +74,7 @@ def labeller(request: pytest.FixtureRequest) -> Any:
     state.keep = (trampoline, get_id, resource)
     yield state
     native.stop()
+    native.drain()  # what a test left noted goes to its own sink, not into the next test's
     native.use_interpreter_frames(True)  # the default, where this build has it
 
 
@@ -191,7 +192,9 @@ def test_everything_else_goes_on_to_python_and_all_of_it_once_stopped(
     labeller.fire()
     native.stop()
     assert not native.active()
+    assert sink == []  # kept as noted until drained: a capture's end makes no tuple
     labeller.fire()
+    native.drain()
     assert [(d, c) for d, c, _ in labeller.forwarded] == [
         (DOMAIN, NODE_CREATED),
         (DOMAIN, NODE_CREATED + 1),
@@ -257,18 +260,27 @@ def test_gated_callbacks_pass_on_only_while_a_capture_runs(labeller: Any) -> Non
 
 
 def test_labels_are_drained_where_they_were_noted(labeller: Any, tmp_path: Path) -> None:
-    """Labels noted in C become tuples at drain(), stop(), or a new start(): into the sink they
-    were noted for, with the line each frame was at when the node was created."""
+    """Labels noted in C become tuples at drain(), never at stop() or a new start(): each into
+    the sink it was noted for, with the line each frame was at when the node was created."""
     frames, model = _chain(tmp_path)
     first: list[Any] = []
     _start(first, {}, frames, lambda m, o: "layer", print)
     model.forward(labeller.fire)
     second: list[Any] = []
-    _start(second, {}, frames, lambda m, o: "layer", print)  # the first sink gets its label
-    assert len(first) == 1 and first[0][4] == 16 and second == []
+    _start(second, {}, frames, lambda m, o: "layer", print)  # the first's labels are kept
     labeller.fire()
     native.stop()
-    assert len(first) == 1 and len(second) == 1 and second[0][1] is None
+    assert first == [] and second == []
+    third: list[Any] = []
+    _start(third, {}, frames, lambda m, o: "layer", print)
+    native.drain()  # those stopped, each to its own sink; then the current, which has none
+    assert len(first) == 1 and first[0][4] == 16 and first[0][1] == "layer"
+    assert len(second) == 1 and second[0][1] is None and third == []
+    native.drain()  # nothing is handed twice
+    assert len(first) == 1 and len(second) == 1 and third == []
+    labeller.fire()
+    native.drain()
+    assert len(third) == 1
 
 
 def test_a_module_renamed_by_a_later_lesson_is_named_anew(labeller: Any, tmp_path: Path) -> None:
