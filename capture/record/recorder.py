@@ -65,7 +65,7 @@ class Recorder(State):
         self._blocks_ns = 0
         self._blocks_every_s = BLOCKS_EVERY_S
         self.inputs: InputCheck = InputCheck(self)
-        self.launches = LaunchSampler(self, self.inputs, lambda: self.graphs.capturing)
+        self.launches = LaunchSampler(self, self.inputs, self.captures_running)
         self.coverage = Coverage()
         self.skips = SkipListener()
         self.builder = Builder(self)
