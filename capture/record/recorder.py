@@ -246,6 +246,9 @@ class Recorder(State):
             self.write_index()
 
     def _tick(self) -> None:
+        # Nothing of the worker's runs beside a capture: each of its Python steps (an index
+        # write, a stack sample) holds the GIL the capturing thread needs (State.give_way).
+        self.give_way()
         now = time.perf_counter_ns()
         launches = self.launches
         # A closed bin does not rewrite the index by itself (a write holds the GIL for a
@@ -257,7 +260,12 @@ class Recorder(State):
             # sampled meanwhile for the batch of each eager step (batches.py).
             module_type = batches.module_type_of(self.torch)
             ends = now + PROBE_S * 1e9
-            while launches.probing and not self.stopped and time.perf_counter_ns() < ends:
+            while (
+                launches.probing
+                and not self.stopped
+                and not self.graphs.capturing
+                and time.perf_counter_ns() < ends
+            ):
                 time.sleep(PROBE_S / PROBE_SAMPLES)
                 if module_type is not None and launches.probing:
                     batches.sample(launches.probe_batches, module_type)

@@ -93,3 +93,22 @@ def test_the_worker_s_long_loops_give_way_and_the_program_s_do_not(tmp_path: Pat
     list(pace.paced(range(pace.EVERY)))  # the same loop on this thread: no hook here
     assert calls == ["worker"]
     assert rec.captures_running() == rec.graphs.capturing == 0
+
+
+def test_a_tick_waits_for_the_capture_before_it_writes_the_index(tmp_path: Path) -> None:
+    rec = Recorder(tmp_path)
+    rec.graphs.capturing = 1
+    rec.dirty = True
+    rec.index_written_ns = 0
+    seen: list[tuple[str, int]] = []
+
+    def give_way() -> None:
+        seen.append(("gave way", rec.graphs.capturing))
+        rec.graphs.capturing = 0  # the capture ends while the worker waits
+
+    rec.give_way = give_way  # type: ignore[method-assign]
+    rec.write_index = lambda ended=False: seen.append(("index", rec.graphs.capturing))  # type: ignore[method-assign]
+    rec._tick()
+    assert seen[0] == ("gave way", 1)
+    assert ("index", 0) in seen
+    assert ("index", 1) not in seen
