@@ -14,14 +14,13 @@ a 100,000-node bundle within the 2 s load and save targets (benchmarks/bench_bun
 from __future__ import annotations
 
 import heapq
-import json
 import os
 from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 import networkx as nx
 
-from . import sizes
+from . import pace, sizes
 from .contract import (
     NODE,
     NODE_PART,
@@ -424,7 +423,7 @@ def dumps(G: nx.DiGraph) -> str:
 def encode(doc: dict[str, Any]) -> str:
     """A bundle document as JSON text."""
     try:
-        return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+        return pace.dumps(doc)
     except (TypeError, ValueError) as exc:
         raise BundleFormatError(None, f"graph cannot be saved as JSON: {exc}") from None
 

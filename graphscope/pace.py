@@ -3,17 +3,18 @@
 ``graphscope record``'s worker builds bundles in the recorded program's own process: parsing
 a dump, building its graph and encoding its bundle run Python that holds the GIL the
 program's thread needs. The recorder sets a hook for its worker thread (:func:`giving_way`)
-that waits while the program captures a graph; the loops here call it every
-``EVERY`` items (:func:`paced`, :func:`point`). Elsewhere no hook is set and they cost
-nothing: :func:`paced` hands the iterable back as it is.
+that waits while the program captures a graph; the loops here call it every ``EVERY`` items
+(:func:`paced`, :func:`point`, and :func:`dumps` for a bundle's JSON text). Elsewhere no
+hook is set and they cost nothing: :func:`paced` hands the iterable back as it is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -55,3 +56,54 @@ def _paced(items: Iterable[T], hook: Callable[[], object]) -> Iterator[T]:
         if i % EVERY == EVERY - 1:
             hook()
         yield item
+
+
+#: How deep :func:`dumps` looks for long lists; below that a value is encoded whole.
+_DEPTH = 4
+_COMPACT = {"separators": (",", ":"), "allow_nan": False}
+
+
+def dumps(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"), allow_nan=False)``, the same text, with a
+    pause point every ``EVERY`` items of its long lists and dicts.
+
+    One ``json.dumps`` of a 10,411-node bundle holds the GIL for 0.1 to 0.2 s; in pieces, the
+    worker can stop between them for a capture. The pieces are ``json.dumps``'s own text, so
+    the encoder stays the C one."""
+    hook = _hook.get()
+    if hook is None:
+        return json.dumps(value, **_COMPACT)  # type: ignore[arg-type]
+    out: list[str] = []
+    _encode(value, out, hook, 0)
+    return "".join(out)
+
+
+def _encode(value: Any, out: list[str], hook: Callable[[], object], depth: int) -> None:
+    kind = type(value)
+    if kind is list and len(value) > EVERY:
+        out.append("[")
+        for start in range(0, len(value), EVERY):
+            if start:
+                out.append(",")
+            out.append(json.dumps(value[start : start + EVERY], **_COMPACT)[1:-1])  # type: ignore[arg-type]
+            hook()
+        out.append("]")
+    elif kind is dict and depth < _DEPTH and all(type(key) is str for key in value):
+        items = list(value.items())
+        out.append("{")
+        if len(items) > EVERY:  # many keys: whole pieces of the dict
+            for start in range(0, len(items), EVERY):
+                if start:
+                    out.append(",")
+                piece = dict(items[start : start + EVERY])
+                out.append(json.dumps(piece, **_COMPACT)[1:-1])  # type: ignore[arg-type]
+                hook()
+        else:  # a few keys: each value on its own, for the long lists inside
+            for i, (key, item) in enumerate(items):
+                if i:
+                    out.append(",")
+                out.append(json.dumps(key) + ":")
+                _encode(item, out, hook, depth + 1)
+        out.append("}")
+    else:
+        out.append(json.dumps(value, **_COMPACT))  # type: ignore[arg-type]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InputError
+from .pace import EVERY, paced
 
 #: The most any writer writes, in bytes (of text, before gzip). Picked from measurement
 #: (benchmarks/bench_output_sizes.py): the largest output of any file in samples/ is 54 MB
@@ -128,6 +129,8 @@ class Estimate:
         else:
             n = 1 + len(value)  # brackets and commas
             items = value
+        if len(value) > EVERY:  # a bundle's rows: the recorder's worker may pause in them
+            items = paced(items)
         # The common leaves inline, without a call: most of a graph's values are these.
         plain, rich, memo = self._plain, self._rich, self._memo
         for x in items:
