@@ -1,0 +1,253 @@
+"""Probe: where a recorded capture's time goes, capture by capture.
+
+``bench_record.py deep`` gives one ratio per process; this looks inside. It captures a deep
+decoder (``torch_buckets.py``'s layers) several times in one process, with some eager steps
+before each, as an engine that captures batch sizes in turn does, and prints one JSON line:
+
+- each capture's seconds (``torch.cuda.graph``, instantiation included);
+- the garbage collector's time inside each capture, and its full collections;
+- recorded (``rec``: in-process ``record``; ``cli``: run under ``graphscope record``): the
+  program's wait at instantiation split into its parts (the clone, the node count, the
+  parameter walk), the recorder's other hooks, the C labeller's node ids asked of CUPTI and
+  guessed in each capture, the worker's ticks and builds inside each capture, and the
+  commonest stacks of every thread, sampled every 2 ms inside each capture.
+
+    python benchmarks/probe_capture_parts.py plain          # on the GPU machine
+    python benchmarks/probe_capture_parts.py rec
+    graphscope record --out /tmp/r -- python benchmarks/probe_capture_parts.py cli
+
+The sampler takes the GIL every 2 ms, so the recorded modes' captures carry a little of its
+cost; compare them with each other, and ``plain`` with ``bench_record.py deep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import gc
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "record_programs"))
+
+Span = tuple[int, int]
+
+
+def overlap_ms(spans: list[Span], window: Span) -> float:
+    """Milliseconds of ``spans`` inside ``window`` (perf_counter_ns pairs)."""
+    start, end = window
+    return round(sum(max(0, min(b, end) - max(a, start)) for a, b in spans) / 1e6, 2)
+
+
+class GcWatch:
+    """The collector's runs, as (start, end, generation)."""
+
+    def __init__(self) -> None:
+        self.runs: list[tuple[int, int, int]] = []
+        self._began = 0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter_ns()
+        else:
+            self.runs.append((self._began, time.perf_counter_ns(), info["generation"]))
+
+
+class StackSampler:
+    """Every 2 ms inside a capture, the innermost frame and graphscope's frames of each thread."""
+
+    def __init__(self, captures: int) -> None:
+        self.capture = -1  # the capture running, or -1
+        self.counts = [collections.Counter[str]() for _ in range(captures)]
+        self._running = True
+        threading.Thread(target=self._run, daemon=True, name="probe-sampler").start()
+
+    @staticmethod
+    def _signature(frame: FrameType | None) -> str:
+        if frame is None:
+            return "?"
+        inner = f"{Path(frame.f_code.co_filename).name}:{frame.f_code.co_name}"
+        ours: list[str] = []
+        while frame is not None and len(ours) < 4:
+            name = frame.f_code.co_filename
+            if "graphscope" in name or "/capture/" in name:
+                ours.append(f"{Path(name).name}:{frame.f_code.co_name}")
+            frame = frame.f_back
+        return f"{inner} <- {' < '.join(ours)}"
+
+    def _run(self) -> None:
+        me = threading.get_ident()
+        while self._running:
+            time.sleep(0.002)
+            capture = self.capture
+            if capture < 0:
+                continue
+            names = {t.ident: t.name for t in threading.enumerate()}
+            for ident, frame in sys._current_frames().items():
+                if ident != me:
+                    thread = names.get(ident, "?")
+                    self.counts[capture][f"{thread} | {self._signature(frame)}"] += 1
+
+    def stop(self) -> dict[str, list[list[str]]]:
+        self._running = False
+
+        def top(counter: collections.Counter[str], main: bool) -> list[str]:
+            rows = [(k, n) for k, n in counter.most_common() if ("MainThread" in k) == main]
+            return [f"{n} {k}" for k, n in rows[:6]]
+
+        return {
+            "main_thread": [top(c, True) for c in self.counts],
+            "other_threads": [top(c, False) for c in self.counts],
+        }
+
+
+class RecorderParts:
+    """The recorder's parts on the program's thread, timed; its worker's ticks and builds."""
+
+    def __init__(self) -> None:
+        from graphscope.capture import grab
+        from graphscope.capture.attribution import Attribution
+        from graphscope.capture.record import bundles, graphs, recorder
+
+        self.parts: dict[str, list[float]] = {}
+        self.ticks: list[Span] = []
+        self.builds: list[Span] = []
+        grab.clone = self._timed("clone", grab.clone)
+        grab.node_count = self._timed("node_count", grab.node_count)
+        graphs.parameter_spans = self._timed("parameter_spans", graphs.parameter_spans)
+        for name in ("take", "activate", "deactivate"):
+            setattr(Attribution, name, self._timed(name, getattr(Attribution, name)))
+        for name in ("_capture_begins", "_capture_ends"):
+            setattr(graphs.GraphWatch, name, self._timed(name, getattr(graphs.GraphWatch, name)))
+        recorder.Recorder._tick = self._spanned(self.ticks, recorder.Recorder._tick)
+        bundles.Builder.build_pending = self._spanned(
+            self.builds, bundles.Builder.build_pending, at_least_ns=1_000_000
+        )
+
+    def _timed(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = (time.perf_counter_ns() - started) / 1e6
+                self.parts.setdefault(name, []).append(round(spent, 2))
+
+        return wrapper
+
+    @staticmethod
+    def _spanned(
+        spans: list[Span], fn: Callable[..., Any], at_least_ns: int = 0
+    ) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                ended = time.perf_counter_ns()
+                if ended - started >= at_least_ns:
+                    spans.append((started, ended))
+
+        return wrapper
+
+
+def id_counts() -> tuple[int, int, int]:
+    """The C labeller's node ids asked of CUPTI, guessed, and guessed wrong, so far."""
+    try:
+        from graphscope.capture import _labeller
+    except ImportError:
+        return (0, 0, 0)
+    return tuple(_labeller.id_counts())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["plain", "rec", "cli"])
+    parser.add_argument("--layers", type=int, default=400)
+    parser.add_argument("--captures", type=int, default=4)
+    parser.add_argument("--eager", type=int, default=12, help="eager steps before each capture")
+    args = parser.parse_args()
+    watch = GcWatch()
+    import torch
+    from torch_buckets import Decoder
+
+    recorded = args.mode != "plain"
+    parts = RecorderParts() if recorded else None
+    sampler = StackSampler(args.captures) if recorded else None
+    if args.mode == "rec":
+        from graphscope.capture.record import process
+
+        process.record(tempfile.mkdtemp()).__enter__()  # left open: the process exits at once
+    # cli: `graphscope record` attaches as the program makes its CUDA context, below
+
+    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
+    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
+    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    seconds: list[float] = []
+    windows: list[Span] = []
+    ids: list[list[int]] = []
+    kept = []
+    with torch.no_grad():
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                model(tokens, pos)
+        torch.cuda.current_stream().wait_stream(side)
+        for i in range(args.captures):
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(args.eager):
+                    model(tokens, pos)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()
+            if sampler is not None:
+                sampler.capture = i
+            before = id_counts()
+            started = time.perf_counter_ns()
+            with torch.cuda.graph(graph):
+                model(tokens, pos)
+            ended = time.perf_counter_ns()
+            after = id_counts()
+            if sampler is not None:
+                sampler.capture = -1
+            seconds.append(round((ended - started) / 1e9, 4))
+            windows.append((started, ended))
+            ids.append([b - a for a, b in zip(before, after, strict=True)])
+            kept.append(graph)
+    gc_spans = [(a, b) for a, b, _ in watch.runs]
+    result: dict[str, Any] = {
+        "mode": args.mode,
+        "captures_s": seconds,
+        "gc_in_capture_ms": [overlap_ms(gc_spans, w) for w in windows],
+        "full_collections_in_capture": [
+            sum(1 for a, b, g in watch.runs if g == 2 and a < w[1] and b > w[0]) for w in windows
+        ],
+    }
+    if parts is not None and sampler is not None:
+        from graphscope.capture.record import process
+
+        rec = process.current()
+        result["grab_ms"] = [round(life.grab_ns / 1e6, 2) for life in rec.lives] if rec else None
+        result["parts_ms"] = parts.parts
+        result["ids_asked_guessed_missed"] = ids
+        result["ticks_in_capture_ms"] = [overlap_ms(parts.ticks, w) for w in windows]
+        result["builds_in_capture_ms"] = [overlap_ms(parts.builds, w) for w in windows]
+        result["builds_ms"] = [round((b - a) / 1e6, 1) for a, b in parts.builds]
+        result.update(sampler.stop())
+    print(json.dumps(result), flush=True)
+    os._exit(0)  # the recording is not the point: leave without building the rest
+
+
+if __name__ == "__main__":
+    main()
