@@ -178,7 +178,7 @@ def main() -> None:
     args = parser.parse_args()
     watch = GcWatch()
     import torch
-    from torch_buckets import Decoder
+    from torch_buckets import Decoder, warm_up
 
     recorded = args.mode != "plain"
     parts = RecorderParts() if recorded else None
@@ -197,18 +197,9 @@ def main() -> None:
     ids: list[list[int]] = []
     kept = []
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(tokens, pos)
-        torch.cuda.current_stream().wait_stream(side)
+        warm_up(lambda: model(tokens, pos), 3)
         for i in range(args.captures):
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(args.eager):
-                    model(tokens, pos)
-            torch.cuda.current_stream().wait_stream(side)
+            warm_up(lambda: model(tokens, pos), args.eager)  # an engine's eager steps
             graph = torch.cuda.CUDAGraph()
             torch.cuda.synchronize()
             if sampler is not None:

@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep every clone alive")
     args = parser.parse_args()
     import torch
-    from torch_buckets import Decoder
+    from torch_buckets import Decoder, warm_up
 
     cuda = ctypes.CDLL("libcuda.so.1")
     model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
@@ -45,12 +45,7 @@ def main() -> None:
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
     rows, graphs, clones = [], [], []
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                model(tokens, pos)
-        torch.cuda.current_stream().wait_stream(side)
+        warm_up(lambda: model(tokens, pos), 3)
         for _ in range(args.captures):
             graph = torch.cuda.CUDAGraph(keep_graph=True)
             torch.cuda.synchronize()
