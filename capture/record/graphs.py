@@ -153,6 +153,8 @@ class GraphWatch:
             self.rec.attribution.deactivate()
         if self.capturing == 0 and self.failures is not None:
             self.failures.captures_over()
+        if self.capturing == 0:
+            self.rec.capture_ended()
 
     def _capture_ends(self, cbdata: Any, exiting: bool) -> None:
         if not exiting:

@@ -34,7 +34,8 @@ def int_env(name: str) -> int | None:
 #: The longest the worker gives way to one stretch of captures (a capture left open by a
 #: thread that died would otherwise hold its builds back until exit).
 GIVE_WAY_S = 5.0
-GIVE_WAY_POLL_S = 0.001
+#: How often a worker giving way looks again without being woken (whether recording stops).
+GIVE_WAY_WAKE_S = 0.1
 
 
 def process_folder_name(pid: int) -> str:
@@ -79,6 +80,8 @@ class State:
         # How many stream captures run now (graphs.GraphWatch counts them in the recorder).
         self.captures_running: Callable[[], int] = lambda: 0
         self._given_way_ns = 0
+        # Set as the last capture running ends (capture_ended): what give_way waits on.
+        self._capture_ended = threading.Event()
 
     def give_way(self) -> None:
         """The worker's pause point (``graphscope.pace``): wait while the program captures.
@@ -93,11 +96,23 @@ class State:
             return
         began = time.perf_counter_ns()
         limit = GIVE_WAY_S * 1e9 - self._given_way_ns
-        while (
-            self.captures_running() and not self.stopped and time.perf_counter_ns() - began < limit
-        ):
-            time.sleep(GIVE_WAY_POLL_S)
+        while not self.stopped:
+            # Cleared, then the count read again: a capture that ended in between set it
+            # after its count went down, so the wait below returns at once.
+            self._capture_ended.clear()
+            left = limit - (time.perf_counter_ns() - began)
+            if not self.captures_running() or left <= 0:
+                break
+            # Woken by the capture's end, not polling: a thread that wakes every millisecond
+            # takes the GIL from the capturing thread at each of torch's ops, which release
+            # it, and a recorded capture beside such a loop took up to 2.5x as long on the
+            # H100 (benchmarks/probe_capture_parts.py).
+            self._capture_ended.wait(min(left / 1e9, GIVE_WAY_WAKE_S))
         self._given_way_ns += time.perf_counter_ns() - began
+
+    def capture_ended(self) -> None:
+        """The last capture running ended (the graph observer says): wake give_way."""
+        self._capture_ended.set()
 
     def since_s(self, ns: int) -> float:
         return (ns - self.started_ns) / 1e9

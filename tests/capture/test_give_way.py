@@ -14,18 +14,37 @@ from graphscope import pace
 
 
 class FakeTime:
-    """``time`` as give_way sees it: sleeping moves the clock on, and nothing else does."""
+    """``time`` as give_way sees it: the clock moves on only while the worker waits."""
 
     def __init__(self) -> None:
         self.ns = 0
-        self.slept_s = 0.0
+        self.waited_s = 0.0
+        self.wakes = 0
 
     def perf_counter_ns(self) -> int:
         return self.ns
 
-    def sleep(self, seconds: float) -> None:
-        self.slept_s += seconds
-        self.ns += round(seconds * 1e9)
+
+class FakeEvent:
+    """The event give_way waits on, waiting on the fake clock: each wait runs its timeout out,
+    unless the event is set."""
+
+    def __init__(self, clock: FakeTime) -> None:
+        self.clock = clock
+        self.flag = False
+
+    def set(self) -> None:
+        self.flag = True
+
+    def clear(self) -> None:
+        self.flag = False
+
+    def wait(self, timeout: float) -> bool:
+        self.clock.wakes += 1
+        if not self.flag:
+            self.clock.waited_s += timeout
+            self.clock.ns += round(timeout * 1e9)
+        return self.flag
 
 
 @pytest.fixture
@@ -35,42 +54,78 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
     return fake
 
 
+def _state(tmp_path: Path, clock: FakeTime) -> State:
+    rec = State(tmp_path)
+    rec._capture_ended = FakeEvent(clock)  # type: ignore[assignment]
+    return rec
+
+
 def test_no_capture_no_wait(tmp_path: Path, clock: FakeTime) -> None:
-    rec = State(tmp_path)
+    rec = _state(tmp_path, clock)
     rec.give_way()
-    assert clock.slept_s == 0
+    assert clock.waited_s == 0 and clock.wakes == 0
 
 
-def test_the_worker_waits_until_the_capture_ends(tmp_path: Path, clock: FakeTime) -> None:
-    rec = State(tmp_path)
+def test_the_worker_waits_until_the_capture_ends_without_polling(
+    tmp_path: Path, clock: FakeTime
+) -> None:
+    rec = _state(tmp_path, clock)
     rec.captures_running = lambda: int(clock.ns < 0.2e9)
     rec.give_way()
     assert clock.ns >= 0.2e9
-    assert clock.slept_s == pytest.approx(0.2, abs=2 * state.GIVE_WAY_POLL_S)
+    assert clock.waited_s == pytest.approx(0.2, abs=state.GIVE_WAY_WAKE_S)
+    # Woken a few times a second at most: a worker that woke every millisecond took the GIL
+    # from the capturing thread at each of torch's ops.
+    assert clock.wakes <= 0.2 / state.GIVE_WAY_WAKE_S + 1
+
+
+def test_the_capture_s_end_wakes_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "GIVE_WAY_S", 600.0)
+    monkeypatch.setattr(state, "GIVE_WAY_WAKE_S", 600.0)  # only the end can wake it in time
+    rec = State(tmp_path)
+    entered = threading.Event()
+
+    class Ended(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            entered.set()
+            return super().wait(timeout)
+
+    rec._capture_ended = Ended()
+    running = [1]
+    rec.captures_running = lambda: running[0]
+    worker = threading.Thread(target=rec.give_way)
+    worker.start()
+    assert entered.wait(30)  # the worker waits
+    running[0] = 0
+    rec.capture_ended()
+    worker.join(30)
+    assert not worker.is_alive()
 
 
 def test_a_capture_that_never_ends_holds_the_worker_back_only_so_long(
     tmp_path: Path, clock: FakeTime
 ) -> None:
-    rec = State(tmp_path)
+    rec = _state(tmp_path, clock)
     rec.captures_running = lambda: 1
     rec.give_way()
     rec.give_way()  # the same stretch of captures: its allowance is spent
-    assert clock.slept_s == pytest.approx(state.GIVE_WAY_S, abs=2 * state.GIVE_WAY_POLL_S)
+    assert clock.waited_s == pytest.approx(state.GIVE_WAY_S, abs=state.GIVE_WAY_WAKE_S)
     rec.captures_running = lambda: 0
     rec.give_way()  # the stretch ended: the next one gets the whole allowance again
     rec.captures_running = lambda: 1
-    before = clock.slept_s
+    before = clock.waited_s
     rec.give_way()
-    assert clock.slept_s - before == pytest.approx(state.GIVE_WAY_S, abs=2 * state.GIVE_WAY_POLL_S)
+    assert clock.waited_s - before == pytest.approx(state.GIVE_WAY_S, abs=state.GIVE_WAY_WAKE_S)
 
 
 def test_a_stopping_recorder_does_not_wait(tmp_path: Path, clock: FakeTime) -> None:
-    rec = State(tmp_path)
+    rec = _state(tmp_path, clock)
     rec.captures_running = lambda: 1
     rec.stopped = True  # finish() builds what is left on the program's thread, at exit
     rec.give_way()
-    assert clock.slept_s == 0
+    assert clock.waited_s == 0
 
 
 def test_the_worker_s_long_loops_give_way_and_the_program_s_do_not(tmp_path: Path) -> None:
