@@ -183,10 +183,14 @@ def main() -> None:
     recorded = args.mode != "plain"
     parts = RecorderParts() if recorded else None
     sampler = StackSampler(args.captures) if recorded else None
+    recording = None
     if args.mode == "rec":
         from graphscope.capture.record import process
 
-        process.record(tempfile.mkdtemp()).__enter__()  # left open: the process exits at once
+        # Held, and left open: collected, the context would stop recording at once; the
+        # process exits without building the rest.
+        recording = process.record(tempfile.mkdtemp())
+        recording.__enter__()
     # cli: `graphscope record` attaches as the program makes its CUDA context, below
 
     model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
