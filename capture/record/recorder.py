@@ -129,6 +129,7 @@ class Recorder(State):
         self._finished = True
         self.stopped = True
         self._wake.set()
+        self.capture_ended()  # a worker giving way to a capture looks up at once
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=JOIN_S)
         try:

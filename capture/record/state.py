@@ -34,8 +34,8 @@ def int_env(name: str) -> int | None:
 #: The longest the worker gives way to one stretch of captures (a capture left open by a
 #: thread that died would otherwise hold its builds back until exit).
 GIVE_WAY_S = 5.0
-#: How often a worker giving way looks again without being woken (whether recording stops).
-GIVE_WAY_WAKE_S = 0.1
+#: How often a worker giving way looks again without being woken (finish() wakes it too).
+GIVE_WAY_WAKE_S = 0.5
 
 
 def process_folder_name(pid: int) -> str:
@@ -111,7 +111,8 @@ class State:
         self._given_way_ns += time.perf_counter_ns() - began
 
     def capture_ended(self) -> None:
-        """The last capture running ended (the graph observer says): wake give_way."""
+        """The last capture running ended (the graph observer says), or recording stops:
+        wake give_way."""
         self._capture_ended.set()
 
     def since_s(self, ns: int) -> float:

@@ -79,12 +79,8 @@ def test_the_worker_waits_until_the_capture_ends_without_polling(
     assert clock.wakes <= 0.2 / state.GIVE_WAY_WAKE_S + 1
 
 
-def test_the_capture_s_end_wakes_the_worker(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(state, "GIVE_WAY_S", 600.0)
-    monkeypatch.setattr(state, "GIVE_WAY_WAKE_S", 600.0)  # only the end can wake it in time
-    rec = State(tmp_path)
+def _waiting_worker(rec: State) -> threading.Thread:
+    """A worker in give_way, once it waits on the capture's end."""
     entered = threading.Event()
 
     class Ended(threading.Event):
@@ -93,14 +89,39 @@ def test_the_capture_s_end_wakes_the_worker(
             return super().wait(timeout)
 
     rec._capture_ended = Ended()
+    worker = threading.Thread(target=rec.give_way, daemon=True)
+    worker.start()
+    assert entered.wait(30)
+    return worker
+
+
+@pytest.fixture
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """give_way would wait 10 minutes unless woken."""
+    monkeypatch.setattr(state, "GIVE_WAY_S", 600.0)
+    monkeypatch.setattr(state, "GIVE_WAY_WAKE_S", 600.0)
+
+
+def test_the_capture_s_end_wakes_the_worker(tmp_path: Path, patient: None) -> None:
+    rec = State(tmp_path)
     running = [1]
     rec.captures_running = lambda: running[0]
-    worker = threading.Thread(target=rec.give_way)
-    worker.start()
-    assert entered.wait(30)  # the worker waits
+    worker = _waiting_worker(rec)
     running[0] = 0
     rec.capture_ended()
-    worker.join(30)
+    worker.join(10)
+    assert not worker.is_alive()
+
+
+def test_finish_wakes_a_worker_giving_way_to_a_capture_left_open(
+    tmp_path: Path, patient: None
+) -> None:
+    rec = Recorder(tmp_path)
+    rec.inputs.collect = lambda lives: False  # type: ignore[method-assign]  # reads through the driver
+    rec.captures_running = lambda: 1  # a capture its thread never ended
+    worker = _waiting_worker(rec)
+    rec.finish()
+    worker.join(10)
     assert not worker.is_alive()
 
 
