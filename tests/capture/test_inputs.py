@@ -81,13 +81,18 @@ def _life(blocks: dict[int, int]) -> tuple[Life, dict[int, Watch]]:
     return life, watched
 
 
-def _armed(device: Device, blocks: dict[int, int]) -> tuple[InputCheck, Life]:
+def _arm(check: InputCheck, device: Device, blocks: dict[int, int]) -> Life:
+    """A graph reading ``blocks``, put in ``device``'s memory, armed in ``check``."""
     for start, size in blocks.items():
         device.memory[start] = bytearray(size)
-    check = InputCheck(Rec(), device)  # type: ignore[arg-type]
     life, watched = _life(blocks)
     check.arm(life, watched)
-    return check, life
+    return life
+
+
+def _armed(device: Device, blocks: dict[int, int]) -> tuple[InputCheck, Life]:
+    check = InputCheck(Rec(), device)  # type: ignore[arg-type]
+    return check, _arm(check, device, blocks)
 
 
 def _launch(check: InputCheck, life: Life, at_s: float, stream: int = 7) -> None:
@@ -182,13 +187,7 @@ def test_large_blocks_are_not_armed_and_the_pinned_budget_is_kept(monkeypatch: A
     assert life.inputs is None and check.graphs == 0
     monkeypatch.setattr(inputs, "PINNED_BYTES", 3 * inputs.SLOTS * 1024)
     check = InputCheck(Rec(), device)  # type: ignore[arg-type]
-    lives = []
-    for i in range(4):
-        start = 0x10000 * (i + 1)
-        device.memory[start] = bytearray(1024)
-        life, watched = _life({start: 1024})
-        check.arm(life, watched)
-        lives.append(life)
+    lives = [_arm(check, device, {0x10000 * (i + 1): 1024}) for i in range(4)]
     assert [life.inputs is not None for life in lives] == [True, True, True, False]
     assert check.coverage()["graphs_unarmed"] == 1
 
@@ -264,10 +263,7 @@ def test_a_destroyed_graph_gives_its_pinned_memory_to_the_graphs_made_after_it(
     check = InputCheck(Rec(), device)  # type: ignore[arg-type]
     armed = []
     for i in range(3):
-        start = 0x10000 * (i + 1)
-        device.memory[start] = bytearray(1024)
-        life, watched = _life({start: 1024})
-        check.arm(life, watched)
+        life = _arm(check, device, {0x10000 * (i + 1): 1024})
         assert life.inputs is not None, i  # each one armed: the one before gave its room back
         for step in range(8):
             _launch(check, life, step * 0.01)
