@@ -10,14 +10,23 @@ before each, as an engine that captures batch sizes in turn does, and prints one
   program's wait at instantiation split into its parts (the clone, the node count, the
   parameter walk), the recorder's other hooks, the C labeller's node ids asked of CUPTI and
   guessed in each capture, the worker's ticks and builds inside each capture, and the
-  commonest stacks of every thread, sampled every 2 ms inside each capture.
+  commonest stacks of every thread, sampled every 2 ms inside each capture;
+- every thread's CPU time inside each capture, Python's or not (CUPTI's, the driver's), and
+  its context switches, read from ``/proc/self/task``: a capture whose program thread ran
+  for less CPU time than its wall time waited (for the GIL, a lock, the driver or a core),
+  and the threads that ran beside it are named.
+
+``--no-builds`` stops the recorder's worker building bundles (the probe leaves without
+them anyway), to tell whether the builds between captures slow the next capture;
+``--no-sampler`` leaves the stack sampler out.
 
     python benchmarks/probe_capture_parts.py plain          # on the GPU machine
     python benchmarks/probe_capture_parts.py rec
     graphscope record --out /tmp/r -- python benchmarks/probe_capture_parts.py cli
 
-The sampler takes the GIL every 2 ms, so the recorded modes' captures carry a little of its
-cost; compare them with each other, and ``plain`` with ``bench_record.py deep``.
+The sampler takes the GIL every 2 ms, and a loop of small CPU torch ops ran 25 to 29% slower
+beside it on the development VM (RECORD.md, thirteenth round), so with it the recorded
+modes' captures carry that cost: compare them with each other, or leave it out.
 """
 
 from __future__ import annotations
@@ -110,6 +119,60 @@ class StackSampler:
         }
 
 
+def _task_clock(tid: int) -> int:
+    """Linux's CPU-time clock of one thread of this process (MAKE_THREAD_CPUCLOCK)."""
+    return ((~tid) << 3) | 6
+
+
+def _switches(tid: int) -> tuple[int, int]:
+    voluntary = involuntary = 0
+    try:
+        for line in Path(f"/proc/self/task/{tid}/status").read_text().splitlines():
+            if line.startswith("voluntary_ctxt_switches:"):
+                voluntary = int(line.split()[1])
+            elif line.startswith("nonvoluntary_ctxt_switches:"):
+                involuntary = int(line.split()[1])
+    except OSError:
+        pass
+    return voluntary, involuntary
+
+
+class ThreadTimes:
+    """Every thread's CPU time and context switches, before and after a window."""
+
+    def __init__(self) -> None:
+        self.windows: list[list[str]] = []
+        self._before: dict[int, tuple[str, int, int, int]] = {}
+
+    @staticmethod
+    def _read() -> dict[int, tuple[str, int, int, int]]:
+        out: dict[int, tuple[str, int, int, int]] = {}
+        for name in os.listdir("/proc/self/task"):
+            tid = int(name)
+            try:
+                comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+                cpu = time.clock_gettime_ns(_task_clock(tid))
+            except OSError:
+                continue
+            out[tid] = (comm, cpu, *_switches(tid))
+        return out
+
+    def begin(self) -> None:
+        self._before = self._read()
+
+    def end(self, wall_ns: int) -> None:
+        rows = []
+        for tid, (comm, cpu, vol, invol) in self._read().items():
+            _, cpu0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0))
+            ms = (cpu - cpu0) / 1e6
+            main = tid == os.getpid()
+            if main or ms >= 0.5 or invol - invol0:
+                who = "MAIN" if main else f"{comm}/{tid}"
+                rows.append((ms, f"{who} cpu {ms:.1f} ms, switches {vol - vol0}+{invol - invol0}"))
+        rows.sort(reverse=True)
+        self.windows.append([f"wall {wall_ns / 1e6:.1f} ms"] + [text for _, text in rows[:8]])
+
+
 class RecorderParts:
     """The recorder's parts on the program's thread, timed; its worker's ticks and builds."""
 
@@ -175,6 +238,8 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=400)
     parser.add_argument("--captures", type=int, default=4)
     parser.add_argument("--eager", type=int, default=12, help="eager steps before each capture")
+    parser.add_argument("--no-builds", action="store_true", help="the worker builds nothing")
+    parser.add_argument("--no-sampler", action="store_true", help="no stack sampler")
     args = parser.parse_args()
     watch = GcWatch()
     import torch
@@ -182,7 +247,12 @@ def main() -> None:
 
     recorded = args.mode != "plain"
     parts = RecorderParts() if recorded else None
-    sampler = StackSampler(args.captures) if recorded else None
+    sampler = StackSampler(args.captures) if recorded and not args.no_sampler else None
+    if recorded and args.no_builds:
+        from graphscope.capture.record import bundles
+
+        bundles.Builder.build_pending = lambda self: None  # type: ignore[method-assign]
+    times = ThreadTimes()
     recording = None
     if args.mode == "rec":
         from graphscope.capture.record import process
@@ -209,10 +279,12 @@ def main() -> None:
             if sampler is not None:
                 sampler.capture = i
             before = id_counts()
+            times.begin()
             started = time.perf_counter_ns()
             with torch.cuda.graph(graph):
                 model(tokens, pos)
             ended = time.perf_counter_ns()
+            times.end(ended - started)
             after = id_counts()
             if sampler is not None:
                 sampler.capture = -1
@@ -229,7 +301,8 @@ def main() -> None:
             sum(1 for a, b, g in watch.runs if g == 2 and a < w[1] and b > w[0]) for w in windows
         ],
     }
-    if parts is not None and sampler is not None:
+    result["threads"] = times.windows
+    if parts is not None:
         from graphscope.capture.record import process
 
         rec = process.current()
@@ -239,7 +312,8 @@ def main() -> None:
         result["ticks_in_capture_ms"] = [overlap_ms(parts.ticks, w) for w in windows]
         result["builds_in_capture_ms"] = [overlap_ms(parts.builds, w) for w in windows]
         result["builds_ms"] = [round((b - a) / 1e6, 1) for a, b in parts.builds]
-        result.update(sampler.stop())
+        if sampler is not None:
+            result.update(sampler.stop())
     print(json.dumps(result), flush=True)
     os._exit(0)  # the recording is not the point: leave without building the rest
 
