@@ -11,8 +11,11 @@ before each, as an engine that captures batch sizes in turn does, and prints one
   parameter walk), the recorder's other hooks, the C labeller's node ids asked of CUPTI and
   guessed in each capture, the worker's ticks and builds inside each capture, and the
   commonest stacks of every thread, sampled every 2 ms inside each capture;
-- every thread's CPU time inside each capture, Python's or not (CUPTI's, the driver's), and
-  its context switches, read from ``/proc/self/task``: a capture whose program thread ran
+- how much of each capture is the forward (its launches captured), the rest being the
+  capture's end (instantiation and the recorder's hooks there);
+- every thread's CPU time inside each capture, Python's or not (CUPTI's, the driver's), its
+  wait on a run queue for a core (``schedstat``, 0 where the kernel keeps none) and its
+  context switches, read from ``/proc/self/task``: a capture whose program thread ran
   for less CPU time than its wall time waited (for the GIL, a lock, the driver or a core),
   and the threads that ran beside it are named.
 
@@ -137,16 +140,24 @@ def _switches(tid: int) -> tuple[int, int]:
     return voluntary, involuntary
 
 
+def _run_delay(tid: int) -> int:
+    """Nanoseconds the thread has waited on a run queue for a core (schedstat), or 0."""
+    try:
+        return int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 class ThreadTimes:
-    """Every thread's CPU time and context switches, before and after a window."""
+    """Every thread's CPU time, run-queue wait and context switches, before and after a window."""
 
     def __init__(self) -> None:
         self.windows: list[list[str]] = []
-        self._before: dict[int, tuple[str, int, int, int]] = {}
+        self._before: dict[int, tuple[str, int, int, int, int]] = {}
 
     @staticmethod
-    def _read() -> dict[int, tuple[str, int, int, int]]:
-        out: dict[int, tuple[str, int, int, int]] = {}
+    def _read() -> dict[int, tuple[str, int, int, int, int]]:
+        out: dict[int, tuple[str, int, int, int, int]] = {}
         for name in os.listdir("/proc/self/task"):
             tid = int(name)
             try:
@@ -154,7 +165,7 @@ class ThreadTimes:
                 cpu = time.clock_gettime_ns(_task_clock(tid))
             except OSError:
                 continue
-            out[tid] = (comm, cpu, *_switches(tid))
+            out[tid] = (comm, cpu, _run_delay(tid), *_switches(tid))
         return out
 
     def begin(self) -> None:
@@ -162,13 +173,15 @@ class ThreadTimes:
 
     def end(self, wall_ns: int) -> None:
         rows = []
-        for tid, (comm, cpu, vol, invol) in self._read().items():
-            _, cpu0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0))
+        for tid, (comm, cpu, delay, vol, invol) in self._read().items():
+            _, cpu0, delay0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0, 0))
             ms = (cpu - cpu0) / 1e6
             main = tid == os.getpid()
             if main or ms >= 0.5 or invol - invol0:
                 who = "MAIN" if main else f"{comm}/{tid}"
-                rows.append((ms, f"{who} cpu {ms:.1f} ms, switches {vol - vol0}+{invol - invol0}"))
+                waited = (delay - delay0) / 1e6
+                text = f"{who} cpu {ms:.1f} ms, queued {waited:.1f} ms, "
+                rows.append((ms, text + f"switches {vol - vol0}+{invol - invol0}"))
         rows.sort(reverse=True)
         self.windows.append([f"wall {wall_ns / 1e6:.1f} ms"] + [text for _, text in rows[:8]])
 
@@ -267,6 +280,7 @@ def main() -> None:
     tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
     pos = torch.zeros(1, dtype=torch.long, device="cuda")
     seconds: list[float] = []
+    forward_ms: list[float] = []  # the forward's launches into the capture; the rest is its end
     windows: list[Span] = []
     ids: list[list[int]] = []
     kept = []
@@ -283,12 +297,14 @@ def main() -> None:
             started = time.perf_counter_ns()
             with torch.cuda.graph(graph):
                 model(tokens, pos)
+                launched = time.perf_counter_ns()
             ended = time.perf_counter_ns()
             times.end(ended - started)
             after = id_counts()
             if sampler is not None:
                 sampler.capture = -1
             seconds.append(round((ended - started) / 1e9, 4))
+            forward_ms.append(round((launched - started) / 1e6, 1))
             windows.append((started, ended))
             ids.append([b - a for a, b in zip(before, after, strict=True)])
             kept.append(graph)
@@ -296,6 +312,7 @@ def main() -> None:
     result: dict[str, Any] = {
         "mode": args.mode,
         "captures_s": seconds,
+        "forward_ms": forward_ms,
         "gc_in_capture_ms": [overlap_ms(gc_spans, w) for w in windows],
         "full_collections_in_capture": [
             sum(1 for a, b, g in watch.runs if g == 2 and a < w[1] and b > w[0]) for w in windows
