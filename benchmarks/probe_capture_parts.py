@@ -14,10 +14,10 @@ before each, as an engine that captures batch sizes in turn does, and prints one
 - how much of each capture is the forward (its launches captured), the rest being the
   capture's end (instantiation and the recorder's hooks there);
 - every thread's CPU time inside each capture, Python's or not (CUPTI's, the driver's), its
-  wait on a run queue for a core (``schedstat``, 0 where the kernel keeps none) and its
-  context switches, read from ``/proc/self/task``: a capture whose program thread ran
-  for less CPU time than its wall time waited (for the GIL, a lock, the driver or a core),
-  and the threads that ran beside it are named.
+  wait on a run queue for a core (``schedstat``, 0 where the kernel keeps none), its minor
+  page faults and its context switches, read from ``/proc/self/task``: a capture whose
+  program thread ran for less CPU time than its wall time waited (for the GIL, a lock, the
+  driver or a core), and the threads that ran beside it are named.
 
 ``--no-builds`` stops the recorder's worker building bundles (the probe leaves without
 them anyway), to tell whether the builds between captures slow the next capture;
@@ -140,6 +140,15 @@ def _switches(tid: int) -> tuple[int, int]:
     return voluntary, involuntary
 
 
+def _minor_faults(tid: int) -> int:
+    """The thread's minor page faults so far (``stat``'s tenth field)."""
+    try:
+        text = Path(f"/proc/self/task/{tid}/stat").read_text()
+        return int(text.rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def _run_delay(tid: int) -> int:
     """Nanoseconds the thread has waited on a run queue for a core (schedstat), or 0."""
     try:
@@ -153,11 +162,11 @@ class ThreadTimes:
 
     def __init__(self) -> None:
         self.windows: list[list[str]] = []
-        self._before: dict[int, tuple[str, int, int, int, int]] = {}
+        self._before: dict[int, tuple[str, int, int, int, int, int]] = {}
 
     @staticmethod
-    def _read() -> dict[int, tuple[str, int, int, int, int]]:
-        out: dict[int, tuple[str, int, int, int, int]] = {}
+    def _read() -> dict[int, tuple[str, int, int, int, int, int]]:
+        out: dict[int, tuple[str, int, int, int, int, int]] = {}
         for name in os.listdir("/proc/self/task"):
             tid = int(name)
             try:
@@ -165,7 +174,7 @@ class ThreadTimes:
                 cpu = time.clock_gettime_ns(_task_clock(tid))
             except OSError:
                 continue
-            out[tid] = (comm, cpu, _run_delay(tid), *_switches(tid))
+            out[tid] = (comm, cpu, _run_delay(tid), _minor_faults(tid), *_switches(tid))
         return out
 
     def begin(self) -> None:
@@ -173,14 +182,14 @@ class ThreadTimes:
 
     def end(self, wall_ns: int) -> None:
         rows = []
-        for tid, (comm, cpu, delay, vol, invol) in self._read().items():
-            _, cpu0, delay0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0, 0))
+        for tid, (comm, cpu, delay, faults, vol, invol) in self._read().items():
+            _, cpu0, delay0, faults0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0, 0, 0))
             ms = (cpu - cpu0) / 1e6
             main = tid == os.getpid()
             if main or ms >= 0.5 or invol - invol0:
                 who = "MAIN" if main else f"{comm}/{tid}"
                 waited = (delay - delay0) / 1e6
-                text = f"{who} cpu {ms:.1f} ms, queued {waited:.1f} ms, "
+                text = f"{who} cpu {ms:.1f} ms, queued {waited:.1f} ms, faults {faults - faults0}, "
                 rows.append((ms, text + f"switches {vol - vol0}+{invol - invol0}"))
         rows.sort(reverse=True)
         self.windows.append([f"wall {wall_ns / 1e6:.1f} ms"] + [text for _, text in rows[:8]])
