@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "record_programs"))
 
@@ -157,40 +157,58 @@ def _run_delay(tid: int) -> int:
         return 0
 
 
+class TaskCounts(NamedTuple):
+    """One thread's counters at one moment."""
+
+    comm: str
+    cpu_ns: int
+    queued_ns: int
+    faults: int
+    voluntary: int
+    involuntary: int
+
+    @classmethod
+    def read(cls, tid: int) -> TaskCounts | None:
+        try:
+            comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+            cpu = time.clock_gettime_ns(_task_clock(tid))
+        except OSError:
+            return None  # the thread ended
+        return cls(comm, cpu, _run_delay(tid), _minor_faults(tid), *_switches(tid))
+
+
 class ThreadTimes:
-    """Every thread's CPU time, run-queue wait and context switches, before and after a window."""
+    """Every thread's CPU time, run-queue wait, page faults and context switches in a window."""
 
     def __init__(self) -> None:
         self.windows: list[list[str]] = []
-        self._before: dict[int, tuple[str, int, int, int, int, int]] = {}
+        self._before: dict[int, TaskCounts] = {}
 
     @staticmethod
-    def _read() -> dict[int, tuple[str, int, int, int, int, int]]:
-        out: dict[int, tuple[str, int, int, int, int, int]] = {}
-        for name in os.listdir("/proc/self/task"):
-            tid = int(name)
-            try:
-                comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-                cpu = time.clock_gettime_ns(_task_clock(tid))
-            except OSError:
-                continue
-            out[tid] = (comm, cpu, _run_delay(tid), _minor_faults(tid), *_switches(tid))
-        return out
+    def _read() -> dict[int, TaskCounts]:
+        counts = {int(name): TaskCounts.read(int(name)) for name in os.listdir("/proc/self/task")}
+        return {tid: c for tid, c in counts.items() if c is not None}
 
     def begin(self) -> None:
         self._before = self._read()
 
     def end(self, wall_ns: int) -> None:
         rows = []
-        for tid, (comm, cpu, delay, faults, vol, invol) in self._read().items():
-            _, cpu0, delay0, faults0, vol0, invol0 = self._before.get(tid, (comm, 0, 0, 0, 0, 0))
-            ms = (cpu - cpu0) / 1e6
+        for tid, now in self._read().items():
+            was = self._before.get(tid, TaskCounts(now.comm, 0, 0, 0, 0, 0))
+            ms = (now.cpu_ns - was.cpu_ns) / 1e6
+            involuntary = now.involuntary - was.involuntary
             main = tid == os.getpid()
-            if main or ms >= 0.5 or invol - invol0:
-                who = "MAIN" if main else f"{comm}/{tid}"
-                waited = (delay - delay0) / 1e6
-                text = f"{who} cpu {ms:.1f} ms, queued {waited:.1f} ms, faults {faults - faults0}, "
-                rows.append((ms, text + f"switches {vol - vol0}+{invol - invol0}"))
+            if main or ms >= 0.5 or involuntary:
+                who = "MAIN" if main else f"{now.comm}/{tid}"
+                rows.append(
+                    (
+                        ms,
+                        f"{who} cpu {ms:.1f} ms, queued {(now.queued_ns - was.queued_ns) / 1e6:.1f}"
+                        f" ms, faults {now.faults - was.faults}, switches"
+                        f" {now.voluntary - was.voluntary}+{involuntary}",
+                    )
+                )
         rows.sort(reverse=True)
         self.windows.append([f"wall {wall_ns / 1e6:.1f} ms"] + [text for _, text in rows[:8]])
 
