@@ -27,9 +27,9 @@ them anyway), to tell whether the builds between captures slow the next capture;
     python benchmarks/probe_capture_parts.py rec
     graphscope record --out /tmp/r -- python benchmarks/probe_capture_parts.py cli
 
-The sampler takes the GIL every 2 ms, and a loop of small CPU torch ops ran 25 to 29% slower
-beside it on the development VM (RECORD.md, thirteenth round), so with it the recorded
-modes' captures carry that cost: compare them with each other, or leave it out.
+The sampler takes the GIL every 2 ms; on the development VM it did not measurably slow a
+loop of small CPU torch ops (``probe_gil_neighbours.py``), but on a GPU that is not shown:
+compare the recorded modes with each other, or leave it out.
 """
 
 from __future__ import annotations
