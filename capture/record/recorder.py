@@ -255,7 +255,7 @@ class Recorder(State):
         # A closed bin does not rewrite the index by itself (a write holds the GIL for a
         # while the program waits): it goes out with the next write, and at the end.
         self._bin_coverage(now)
-        capturing = self.graphs.capturing
+        capturing = self.captures_running()
         if launches.probe(now, bool(capturing)):
             # The program runs on; a launch or finish() cuts the probe short. Its stacks are
             # sampled meanwhile for the batch of each eager step (batches.py).
@@ -264,7 +264,7 @@ class Recorder(State):
             while (
                 launches.probing
                 and not self.stopped
-                and not self.graphs.capturing
+                and not self.captures_running()
                 and time.perf_counter_ns() < ends
             ):
                 time.sleep(PROBE_S / PROBE_SAMPLES)
