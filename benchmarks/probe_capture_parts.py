@@ -283,7 +283,7 @@ def main() -> None:
     args = parser.parse_args()
     watch = GcWatch()
     import torch
-    from torch_buckets import Decoder, warm_up
+    from torch_buckets import deep_decoder, warm_up
 
     recorded = args.mode != "plain"
     parts = RecorderParts() if recorded else None
@@ -303,9 +303,7 @@ def main() -> None:
         recording.__enter__()
     # cli: `graphscope record` attaches as the program makes its CUDA context, below
 
-    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
-    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
-    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    model, tokens, pos = deep_decoder(args.layers)
     seconds: list[float] = []
     forward_ms: list[float] = []  # the forward's launches into the capture; the rest is its end
     windows: list[Span] = []

@@ -33,11 +33,9 @@ def main() -> None:
     import torch
     from graphscope.capture import grab, introspect
     from graphscope.capture._cuda import check, driver
-    from torch_buckets import Decoder
+    from torch_buckets import deep_decoder
 
-    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
-    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
-    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    model, tokens, pos = deep_decoder(args.layers)
     with torch.no_grad():
         for _ in range(3):
             model(tokens, pos)

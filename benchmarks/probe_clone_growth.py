@@ -37,12 +37,10 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep every clone alive")
     args = parser.parse_args()
     import torch
-    from torch_buckets import Decoder, warm_up
+    from torch_buckets import deep_decoder, warm_up
 
     cuda = ctypes.CDLL("libcuda.so.1")
-    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
-    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
-    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    model, tokens, pos = deep_decoder(args.layers)
     rows, graphs, clones = [], [], []
     with torch.no_grad():
         warm_up(lambda: model(tokens, pos), 3)

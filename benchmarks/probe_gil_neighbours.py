@@ -100,11 +100,10 @@ def build_like(raw: bytes) -> None:
 
 def decoder(mode: str, repeats: int) -> list[float]:
     import torch
-    from torch_buckets import Decoder
+    from torch_buckets import deep_decoder
 
     torch.set_num_threads(1)
-    model = Decoder(4096, 256, 4, 400, 4, 256).eval()
-    tokens, pos = torch.zeros(4, 1, dtype=torch.long), torch.zeros(1, dtype=torch.long)
+    model, tokens, pos = deep_decoder(400, device="cpu")
     with gzip.open(SAMPLE) as sample:
         raw = sample.read()
     out = []

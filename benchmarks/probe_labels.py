@@ -253,11 +253,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     import torch
-    from torch_buckets import Decoder
+    from torch_buckets import deep_decoder
 
-    model = Decoder(4096, 256, 4, args.layers, 4, 256).to("cuda", torch.float16).eval()
-    tokens = torch.zeros(4, 1, dtype=torch.long, device="cuda")
-    pos = torch.zeros(1, dtype=torch.long, device="cuda")
+    model, tokens, pos = deep_decoder(args.layers)
     variants = _variants()
     if args.only:
         variants = {
