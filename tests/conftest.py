@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     reason = _gpu_missing()
     if reason is None:
         return
+    if os.environ.get("GRAPHSCOPE_REQUIRE_GPU"):
+        # .ci/run-gpu: a run where every gpu test skipped would read as a pass
+        raise pytest.UsageError(f"GRAPHSCOPE_REQUIRE_GPU is set, but {reason}")
     skip = pytest.mark.skip(reason=f"gpu test: {reason}")
     for item in items:
         if "gpu" in item.keywords:
