@@ -74,11 +74,14 @@ class Watch:
         """One look at the process table."""
         parents = self._parents()
         for pid in _descendants(self.root, parents):
+            # The name is read on every look, not only the first: a child caught between
+            # fork and exec still bears its parent's name (a Python program's subprocess is
+            # "python3" until it becomes the native server it runs).
+            name = self._name(pid)
+            if name is None:
+                continue
             seen = self.seen.get(pid)
-            if seen is None:
-                name = self._name(pid)
-                if name is None:
-                    continue
+            if seen is None or seen.name != name:
                 seen = self.seen[pid] = Seen(pid, name, bool(_PYTHON.match(name)))
             if not seen.python and not seen.cuda:
                 seen.cuda = self._maps_libcuda(pid)

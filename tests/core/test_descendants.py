@@ -43,6 +43,22 @@ def test_a_native_descendant_that_loads_libcuda_is_named(tmp_path: Path) -> None
     assert watch.seen[100].python and not watch.seen[102].cuda
 
 
+def test_a_child_seen_before_its_exec_is_renamed_and_checked(tmp_path: Path) -> None:
+    # Seen between fork and exec, a Python program's child still reads as Python; once it
+    # has exec'd a native server that loads the driver, it must be named as unrecorded.
+    libcuda = "7f00-7f10 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+    _process(tmp_path, 100, 1, "/usr/bin/python3.12", maps=libcuda)
+    _process(tmp_path, 101, 100, "/usr/bin/python3.12")  # forked, not yet exec'd
+    watch = Watch(100, proc=tmp_path)
+    watch.poll()
+    assert watch.seen[101].python
+    (tmp_path / "101" / "exe").unlink()
+    (tmp_path / "101" / "exe").symlink_to("/opt/srv/llama-server")
+    (tmp_path / "101" / "maps").write_text(libcuda)
+    watch.poll()
+    assert [(s.pid, s.name) for s in watch.stop()] == [(101, "llama-server")]
+
+
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux's /proc")
 def test_the_real_process_table_is_read(tmp_path: Path) -> None:
     # A shell that starts a child: both are seen as the program's, neither loaded CUDA.
@@ -52,7 +68,12 @@ def test_the_real_process_table_is_read(tmp_path: Path) -> None:
     try:
         watch = Watch(child.pid, poll_s=0.05).start()
         deadline = time.monotonic() + 5
-        while len(watch.seen) < 2 and time.monotonic() < deadline:
+        # Two processes, and the child past its exec: a look between the shell's fork and
+        # the exec sees a second "dash" (or "sh"), which a later look must rename.
+        while time.monotonic() < deadline:
+            names = {s.name for s in list(watch.seen.values())}
+            if len(watch.seen) >= 2 and "sleep" in names:
+                break
             time.sleep(0.05)
         assert watch.stop() == []
         names = {s.name for s in watch.seen.values()}
