@@ -37,6 +37,7 @@ from .recording import (
     is_recording,
     load_recordings,
     process_label,
+    recorded_pids,
     recording_parts,
     unrecorded_processes,
 )
@@ -260,7 +261,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     import subprocess
 
     from .capture.environment import now_iso
-    from .capture.record import child_environment  # no GPU import until the program's own
+    from .capture.record import (  # no GPU import until the program's own
+        BOOTSTRAP,
+        ENV_OUT,
+        child_environment,
+    )
 
     program = _program(args.program)
     out = _record_folder(args.out, args.force)
@@ -285,7 +290,8 @@ def cmd_record(args: argparse.Namespace) -> int:
         child = subprocess.Popen(program, env=env)
     except OSError as exc:
         raise GraphscopeError(f"cannot run {program[0]!r}: {exc.strerror or exc}") from None
-    descendants = Watch(child.pid).start()
+    descendants = Watch(child.pid, hook={ENV_OUT: env[ENV_OUT], "PYTHONPATH": str(BOOTSTRAP)})
+    descendants.start()
     # Described while the program starts, not before: nvidia-smi and package metadata take
     # a few hundred ms that the program need not wait for.
     run = _run_description(args.invocation, program, started_at)
@@ -299,7 +305,10 @@ def cmd_record(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         signal.signal(signal.SIGTERM, forward)
-    missed = descendants.stop()
+    # A process that left a folder was recorded, whatever its name says (a native server
+    # that embeds Python runs the hook too).
+    recorded = recorded_pids(out)
+    missed = [s for s in descendants.stop() if s.pid not in recorded]
     run.update(
         ended_at=now_iso(),
         exit_status=code,

@@ -1,17 +1,21 @@
 """The processes a recorded program starts, watched through ``/proc``: which of them loaded the
 CUDA driver where ``graphscope record`` could not follow.
 
-``record``'s start-up hook reaches Python processes only. A program that starts a C++ server
-or another native binary using the GPU gets no recording of it, and the user should hear so
-rather than find the process missing. ``graphscope record``'s own process (which waits for the
-program anyway) polls the process table: every process descending from the program is noted
-with its name and whether it is Python, and a process that is not Python is checked for the
+``record``'s start-up hook reaches Python processes only, and only those that start with it:
+a program that starts a C++ server or another native binary using the GPU gets no recording
+of it, nor does a Python process started with an environment of its own (no PYTHONPATH entry
+for the hook) or with ``-I``, ``-E`` or ``-S``. The user should hear so rather than find the
+process missing. ``graphscope record``'s own process (which waits for the program anyway)
+polls the process table: every process descending from the program is noted with its name;
+a Python process's command line and starting environment (``/proc/<pid>/environ``) say
+whether the hook can run in it; and each process the hook cannot reach is checked for the
 CUDA driver (``libcuda.so`` in its memory map) until it has loaded it. A process that lives
 less than one poll can be missed; the docs say so. Linux only: elsewhere nothing is watched.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -29,8 +33,19 @@ class Seen:
     name: str  # the executable's file name, or the kernel's short name for the process
     python: bool
     cuda: bool = False  # loaded libcuda (seen in its memory map)
+    hookless: str | None = None  # why record's start-up hook cannot run in this Python process
+
+    @property
+    def unreached(self) -> bool:
+        """The start-up hook cannot run here: not Python, or Python started without it."""
+        return not self.python or self.hookless is not None
 
     def why_unrecorded(self) -> str:
+        if self.python:
+            return (
+                f"pid {self.pid} ({self.name}) loaded the CUDA driver, but graphscope "
+                f"record's start-up hook could not run in it: {self.hookless}"
+            )
         return (
             f"pid {self.pid} ({self.name}) loaded the CUDA driver but is not a Python "
             "process, and graphscope record's start-up hook reaches Python processes only"
@@ -40,10 +55,20 @@ class Seen:
 class Watch:
     """Polls ``proc`` for the descendants of ``root`` on a thread of its own."""
 
-    def __init__(self, root: int, proc: Path = Path("/proc"), poll_s: float = POLL_S) -> None:
+    def __init__(
+        self,
+        root: int,
+        proc: Path = Path("/proc"),
+        poll_s: float = POLL_S,
+        hook: dict[str, str] | None = None,
+    ) -> None:
+        """``hook``: the environment variables a Python process needs for the start-up hook to
+        run in it, each with its value or, for a path list (PYTHONPATH), one of its entries.
+        Without it, every Python process is taken to run the hook."""
         self.root = root
         self.proc = proc
         self.poll_s = poll_s
+        self.hook = hook or {}
         self.seen: dict[int, Seen] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -56,11 +81,12 @@ class Watch:
         return self
 
     def stop(self) -> list[Seen]:
-        """Stop polling; every descendant seen that is not Python and loaded the driver."""
+        """Stop polling; every descendant seen that loaded the driver where the hook could
+        not run."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        return [s for s in self.seen.values() if s.cuda and not s.python]
+        return [s for s in self.seen.values() if s.cuda and s.unreached]
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -83,7 +109,9 @@ class Watch:
             seen = self.seen.get(pid)
             if seen is None or seen.name != name:
                 seen = self.seen[pid] = Seen(pid, name, bool(_PYTHON.match(name)))
-            if not seen.python and not seen.cuda:
+                if seen.python and self.hook:
+                    seen.hookless = self._hookless(pid)
+            if seen.unreached and not seen.cuda:
                 seen.cuda = self._maps_libcuda(pid)
 
     def _parents(self) -> dict[int, int]:
@@ -112,12 +140,65 @@ class Watch:
             except OSError:
                 return None
 
+    def _hookless(self, pid: int) -> str | None:
+        """Why the start-up hook cannot run in Python process ``pid``; None when it can, or
+        when its command line or environment cannot be read (nothing is claimed then)."""
+        folder = self.proc / str(pid)
+        try:
+            argv = (folder / "cmdline").read_bytes().split(b"\0")
+            environ = (folder / "environ").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        flags = _interpreter_flags([a.decode(errors="replace") for a in argv])
+        for flag, what in _HOOKLESS_FLAGS.items():
+            if flag in flags:
+                return f"it was started with -{flag}, {what}"
+        env = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if e)
+        for key, value in self.hook.items():
+            got = env.get(key)
+            if got is None or (got != value and value not in got.split(os.pathsep)):
+                return (
+                    f"its environment lacks graphscope record's {key} (the program started it "
+                    "with an environment of its own; pass os.environ on to it)"
+                )
+        return None
+
     def _maps_libcuda(self, pid: int) -> bool:
         try:
             with open(self.proc / str(pid) / "maps", encoding="utf-8", errors="replace") as maps:
                 return any("/libcuda.so" in line for line in maps)
         except OSError:
             return False
+
+
+#: Interpreter flags under which sitecustomize, graphscope's hook, is not run.
+_HOOKLESS_FLAGS = {
+    "I": "isolated mode, which ignores PYTHONPATH",
+    "E": "which ignores PYTHONPATH",
+    "S": "which skips the site module that runs the hook",
+}
+
+
+def _interpreter_flags(argv: list[str]) -> set[str]:
+    """The one-letter options given to the interpreter in ``argv`` (``python -u -IS x.py``:
+    ``{"u", "I", "S"}``), up to the script, ``-c`` or ``-m``."""
+    flags: set[str] = set()
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "--check-hash-based-pycs":  # the one long option that takes a value
+            next(args, None)
+            continue
+        if arg in ("-", "--") or not arg.startswith("-") or arg.startswith("--"):
+            break
+        for i, letter in enumerate(arg[1:]):
+            flags.add(letter)
+            if letter in "cm":  # what follows is the program and its arguments
+                return flags
+            if letter in "WX":  # an option's value: the rest of this word, or the next one
+                if i == len(arg) - 2:
+                    next(args, None)
+                break
+    return flags
 
 
 def _descendants(root: int, parents: dict[int, int]) -> list[int]:

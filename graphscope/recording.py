@@ -314,6 +314,15 @@ def recording_parts(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted({*found, *run_file, *unindexed})
 
 
+def recorded_pids(folder: str | os.PathLike[str]) -> set[int]:
+    """The pids of the processes that left a folder in the recording ``folder``."""
+    return {
+        pid
+        for part in recording_parts(folder)
+        if part.name != RUN_FILE and (pid := _process_order(part.name)[1]) >= 0
+    }
+
+
 def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """The processes of the run that loaded the CUDA driver where ``record`` could not follow
     (``run.json``'s ``unrecorded_processes``: ``{pid, name, why}``). A run.json that is

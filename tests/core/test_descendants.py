@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -12,8 +15,20 @@ import pytest
 
 from graphscope.descendants import Watch
 
+HOOK = {"GRAPHSCOPE_RECORD_OUT": "/runs/rec", "PYTHONPATH": "/gs/capture/bootstrap"}
+HOOKED = {"GRAPHSCOPE_RECORD_OUT": "/runs/rec", "PYTHONPATH": "/gs/capture/bootstrap:/srv/lib"}
+LIBCUDA = "7f00-7f10 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
 
-def _process(proc: Path, pid: int, ppid: int, exe: str, maps: str = "") -> None:
+
+def _process(
+    proc: Path,
+    pid: int,
+    ppid: int,
+    exe: str,
+    maps: str = "",
+    argv: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> None:
     folder = proc / str(pid)
     folder.mkdir()
     # comm may hold spaces and parentheses: the parent is read after the last ")".
@@ -21,10 +36,13 @@ def _process(proc: Path, pid: int, ppid: int, exe: str, maps: str = "") -> None:
     (folder / "comm").write_text(Path(exe).name[:15] + "\n")
     (folder / "exe").symlink_to(exe)
     (folder / "maps").write_text(maps)
+    (folder / "cmdline").write_bytes(b"\0".join(a.encode() for a in (exe, *argv)) + b"\0")
+    env = HOOKED if env is None else env
+    (folder / "environ").write_bytes(b"".join(f"{k}={v}\0".encode() for k, v in env.items()))
 
 
 def test_a_native_descendant_that_loads_libcuda_is_named(tmp_path: Path) -> None:
-    libcuda = "7f00-7f10 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+    libcuda = LIBCUDA
     _process(tmp_path, 1, 0, "/sbin/init")
     _process(tmp_path, 100, 1, "/usr/bin/python3.12", maps=libcuda)  # the program
     _process(tmp_path, 101, 100, "/opt/srv/llama-server", maps=libcuda)  # its server
@@ -46,7 +64,7 @@ def test_a_native_descendant_that_loads_libcuda_is_named(tmp_path: Path) -> None
 def test_a_child_seen_before_its_exec_is_renamed_and_checked(tmp_path: Path) -> None:
     # Seen between fork and exec, a Python program's child still reads as Python; once it
     # has exec'd a native server that loads the driver, it must be named as unrecorded.
-    libcuda = "7f00-7f10 r-xp 0 08:01 12 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n"
+    libcuda = LIBCUDA
     _process(tmp_path, 100, 1, "/usr/bin/python3.12", maps=libcuda)
     _process(tmp_path, 101, 100, "/usr/bin/python3.12")  # forked, not yet exec'd
     watch = Watch(100, proc=tmp_path)
@@ -57,6 +75,64 @@ def test_a_child_seen_before_its_exec_is_renamed_and_checked(tmp_path: Path) -> 
     (tmp_path / "101" / "maps").write_text(libcuda)
     watch.poll()
     assert [(s.pid, s.name) for s in watch.stop()] == [(101, "llama-server")]
+
+
+def test_a_python_process_started_without_the_hook_is_named(tmp_path: Path) -> None:
+    python = "/usr/bin/python3.12"
+    _process(tmp_path, 100, 1, python, maps=LIBCUDA, argv=("serve.py",))  # the program
+    _process(tmp_path, 101, 100, python, LIBCUDA, ("-m", "w"), env={"PATH": "/bin"})
+    _process(tmp_path, 102, 100, python, LIBCUDA, ("-u", "-Is", "w.py"))
+    _process(tmp_path, 103, 100, python, LIBCUDA, ("-X", "dev", "-E", "w.py"))
+    _process(tmp_path, 104, 100, python, LIBCUDA, ("-S", "-c", "import torch"))
+    _process(tmp_path, 105, 100, python, LIBCUDA, ("-c", "x", "-I"))  # -I is the script's
+    _process(tmp_path, 106, 100, python, LIBCUDA, ("-W", "error", "w.py"))
+    _process(tmp_path, 107, 100, python, env={"PATH": "/bin"})  # no CUDA: nothing to say
+    _process(tmp_path, 108, 100, python, LIBCUDA, env={"PYTHONPATH": "/srv/lib", **HOOK})
+    watch = Watch(100, proc=tmp_path, hook=HOOK)
+    watch.poll()
+    missed = {s.pid: s.why_unrecorded() for s in watch.stop()}
+    assert sorted(missed) == [101, 102, 103, 104]
+    assert "lacks graphscope record's GRAPHSCOPE_RECORD_OUT" in missed[101]
+    assert "pass os.environ on to it" in missed[101]
+    assert "started with -I" in missed[102]
+    assert "started with -E" in missed[103]
+    assert "started with -S" in missed[104]
+    assert all("start-up hook could not run in it" in why for why in missed.values())
+    # Without a hook to check, Python processes are taken to run it, as before.
+    plain = Watch(100, proc=tmp_path)
+    plain.poll()
+    assert plain.stop() == []
+
+
+def test_a_python_process_whose_start_cannot_be_read_is_not_blamed(tmp_path: Path) -> None:
+    _process(tmp_path, 100, 1, "/usr/bin/python3.12", maps=LIBCUDA, env={})
+    (tmp_path / "100" / "environ").unlink()  # another user's process
+    watch = Watch(100, proc=tmp_path, hook=HOOK)
+    watch.poll()
+    assert watch.stop() == [] and watch.seen[100].hookless is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="needs Linux's /proc")
+def test_a_real_python_child_without_the_hook_is_told_apart(tmp_path: Path) -> None:
+    # Two real Python children: one with the hook's variables, one started with an
+    # environment of its own. Neither loads CUDA here; what the watch notes of each is checked.
+    hook = {"GRAPHSCOPE_RECORD_OUT": str(tmp_path), "PYTHONPATH": str(tmp_path / "bootstrap")}
+    code = "import subprocess, sys, time; time.sleep(30)"
+    env = {**os.environ, **hook}
+    with_hook = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    own_env = {"PATH": os.environ.get("PATH", "/usr/bin")}
+    without = subprocess.Popen([sys.executable, "-c", code], env=own_env, start_new_session=True)
+    try:
+        for child, hookless in ((with_hook, False), (without, True)):
+            watch = Watch(child.pid, hook=hook)
+            watch.poll()
+            seen = watch.seen[child.pid]
+            assert seen.python, seen
+            assert (seen.hookless is not None) == hookless, seen
+    finally:
+        for child in (with_hook, without):
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="needs Linux's /proc")
@@ -82,3 +158,42 @@ def test_the_real_process_table_is_read(tmp_path: Path) -> None:
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait()
+
+
+_STARTS_PROCESSES_THE_HOOK_CANNOT_REACH = """
+import os, subprocess, sys
+fake, out = sys.argv[1], sys.argv[2]
+# Each child maps a library named libcuda.so.1 (a copy of ctypes' own) and outlives a look.
+loads = f"import ctypes, os, sys, time; ctypes.CDLL({fake!r}); time.sleep(2.5)"
+own_env = {"PATH": os.environ.get("PATH", "/usr/bin")}
+subprocess.run([sys.executable, "-c", loads], env=own_env, check=True)
+subprocess.run([sys.executable, "-I", "-c", loads], check=True)
+# One that leaves a process folder was recorded, whatever the watch thought of it.
+left = loads + f"; os.mkdir(os.path.join({out!r}, 'pid' + str(os.getpid())))"
+subprocess.run([sys.executable, "-c", left], env=own_env, check=True)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").is_file(), reason="needs Linux's /proc")
+def test_record_names_the_python_processes_its_hook_could_not_reach(tmp_path: Path) -> None:
+    import _ctypes
+
+    fake = tmp_path / "lib" / "libcuda.so.1"
+    fake.parent.mkdir()
+    shutil.copy(_ctypes.__file__, fake)
+    out = tmp_path / "rec"
+    program = [sys.executable, "-c", _STARTS_PROCESSES_THE_HOOK_CANNOT_REACH, str(fake), str(out)]
+    done = subprocess.run(
+        [sys.executable, "-m", "graphscope", "record", "--out", str(out), "--", *program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    said = [line for line in done.stderr.splitlines() if "not recorded:" in line]
+    assert len(said) == 2, done.stderr[-4000:]
+    assert "environment lacks graphscope record's" in said[0], said
+    assert "started with -I" in said[1], said
+    entries = json.loads((out / "run.json").read_text())["unrecorded_processes"]
+    assert [e["why"] for e in entries] == [line.split("not recorded: ", 1)[1] for line in said]
