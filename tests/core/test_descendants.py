@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from record_cli import not_recorded, run_record
 
 from graphscope.descendants import Watch
 
@@ -186,17 +187,11 @@ def test_record_names_the_python_processes_its_hook_could_not_reach(tmp_path: Pa
     shutil.copy(library, fake)
     out = tmp_path / "rec"
     program = [sys.executable, "-c", _STARTS_PROCESSES_THE_HOOK_CANNOT_REACH, str(fake), str(out)]
-    done = subprocess.run(
-        [sys.executable, "-m", "graphscope", "record", "--out", str(out), "--", *program],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = run_record(out, program)
     assert done.returncode == 0, done.stderr[-4000:]
-    said = [line for line in done.stderr.splitlines() if "not recorded:" in line]
+    said = not_recorded(done.stderr)
     assert len(said) == 2, done.stderr[-4000:]
     assert "environment lacks graphscope record's" in said[0], said
     assert "started with -I" in said[1], said
     entries = json.loads((out / "run.json").read_text())["unrecorded_processes"]
-    assert [e["why"] for e in entries] == [line.split("not recorded: ", 1)[1] for line in said]
+    assert [e["why"] for e in entries] == said
