@@ -25,7 +25,7 @@ from typing import Any
 
 from . import paths, sizes
 from .analysis.buckets import DEFAULT_BUCKETS, MAX_BUDGET_MIB
-from .descendants import Seen, Watch
+from .descendants import Seen, Watch, hook_flag, is_python
 from .errors import GraphscopeError, InputError, printable
 from .output import is_special, refuse_inputs, write_atomic
 from .recording import (
@@ -277,6 +277,14 @@ def cmd_record(args: argparse.Namespace) -> int:
         ops=args.ops,
     )
     env = {**os.environ, **child_environment(out, settings)}
+    flagged = hook_flag(program) if is_python(program[0]) else None
+    if flagged:
+        print(
+            f"graphscope record: warning: {printable(program[0])} is run with {flagged}, so "
+            "this process will not be recorded (the Python processes it starts without it "
+            "will); run it without that option to record it",
+            file=sys.stderr,
+        )
     print(
         f"graphscope record: recording into {printable(str(out))}: every graph each Python "
         f"process of {printable(Path(program[0]).name)} instantiates; the first "

@@ -108,7 +108,7 @@ class Watch:
                 continue
             seen = self.seen.get(pid)
             if seen is None or seen.name != name:
-                seen = self.seen[pid] = Seen(pid, name, bool(_PYTHON.match(name)))
+                seen = self.seen[pid] = Seen(pid, name, is_python(name))
                 if seen.python and self.hook:
                     seen.hookless = self._hookless(pid)
             if seen.unreached and not seen.cuda:
@@ -149,10 +149,9 @@ class Watch:
             environ = (folder / "environ").read_bytes().split(b"\0")
         except OSError:
             return None
-        flags = _interpreter_flags([a.decode(errors="replace") for a in argv])
-        for flag, what in _HOOKLESS_FLAGS.items():
-            if flag in flags:
-                return f"it was started with -{flag}, {what}"
+        flagged = hook_flag([a.decode(errors="replace") for a in argv])
+        if flagged:
+            return f"it was started with {flagged}"
         env = dict(e.decode(errors="replace").partition("=")[::2] for e in environ if e)
         for key, value in self.hook.items():
             got = env.get(key)
@@ -177,6 +176,18 @@ _HOOKLESS_FLAGS = {
     "E": "which ignores PYTHONPATH",
     "S": "which skips the site module that runs the hook",
 }
+
+
+def hook_flag(argv: list[str]) -> str | None:
+    """The interpreter option in Python command line ``argv`` under which the start-up hook
+    cannot run, with what it does (``-I, isolated mode, ...``); None when there is none."""
+    flags = _interpreter_flags(argv)
+    return next((f"-{f}, {what}" for f, what in _HOOKLESS_FLAGS.items() if f in flags), None)
+
+
+def is_python(argv0: str) -> bool:
+    """Whether a command's first word names a Python interpreter (``python3.12``, ``pypy3``)."""
+    return bool(_PYTHON.match(Path(argv0).name))
 
 
 def _interpreter_flags(argv: list[str]) -> set[str]:

@@ -195,3 +195,12 @@ def test_record_names_the_python_processes_its_hook_could_not_reach(tmp_path: Pa
     assert "started with -I" in said[1], said
     entries = json.loads((out / "run.json").read_text())["unrecorded_processes"]
     assert [e["why"] for e in entries] == said
+
+
+def test_record_warns_before_running_a_python_that_cannot_run_the_hook(tmp_path: Path) -> None:
+    done = run_record(tmp_path / "rec", [sys.executable, "-u", "-I", "-c", "print('ran')"])
+    assert done.returncode == 0 and done.stdout == "ran\n", done.stderr
+    warned = [line for line in done.stderr.splitlines() if "warning:" in line]
+    assert len(warned) == 1 and "is run with -I, isolated mode" in warned[0], done.stderr
+    quiet = run_record(tmp_path / "rec2", [sys.executable, "-u", "-c", "import sys"])
+    assert quiet.returncode == 0 and "warning:" not in quiet.stderr, quiet.stderr
