@@ -36,6 +36,7 @@ from .recording import (
     Settings,
     is_recording,
     load_recordings,
+    nothing_recorded,
     process_label,
     recorded_pids,
     recording_parts,
@@ -115,7 +116,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     results = []
     for path in args.files:
         try:
-            recording = is_recording(path)
+            # A run folder where nothing was recorded is told so by load_recordings.
+            recording = is_recording(path) or nothing_recorded(path) is not None
             reports = [process_report(r) for r in load_recordings(path)] if recording else []
         except InputError as exc:
             _error(str(exc))
@@ -400,7 +402,7 @@ def check_serve_files(files: list[str]) -> None:
     for name in files:
         if not paths.is_file(name) and not is_recording(name):
             why = "not a recording folder" if paths.is_dir(name) else "no such file"
-            raise InputError(name, why)
+            raise InputError(name, nothing_recorded(name) or why)
 
 
 def check_serve_address(host: str, port: int) -> None:
@@ -612,6 +614,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     path = args.recording
     if not is_recording(path):
+        if (empty := nothing_recorded(path)) is not None:
+            raise InputError(path, empty)
         why = (
             "a file, not a recording folder"
             if paths.is_file(path) and Path(path).name != "recording.json"

@@ -328,18 +328,7 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
     (``run.json``'s ``unrecorded_processes``: ``{pid, name, why}``). A run.json that is
     missing, unreadable or of another shape gives none: it only adds to what the process
     folders say."""
-    path = Path(folder) / RUN_FILE
-    try:
-        # Bounded as every other read: a run.json nested thousands deep made json.loads
-        # raise RecursionError through inspect (benchmarks/fuzz.py, recording family).
-        run = (
-            parse_json(read_limited(path, MAX_INDEX_BYTES, decompress=False), path, InputError)
-            if paths.is_file(path)
-            else {}
-        )
-    except (OSError, InputError):
-        return []
-    entries = run.get("unrecorded_processes") if isinstance(run, dict) else None
+    entries = _run_description(folder).get("unrecorded_processes")
     if not isinstance(entries, list):
         return []
     return [
@@ -350,6 +339,31 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
         and isinstance(e.get("name"), str)
         and isinstance(e.get("why"), str)
     ]
+
+
+def _run_description(folder: str | os.PathLike[str], strict: bool = False) -> dict[str, Any]:
+    """``folder``'s ``run.json``; empty where it is missing, unreadable or no JSON object,
+    or with ``strict``, InputError where it is there but unreadable."""
+    path = Path(folder) / RUN_FILE
+    try:
+        # Bounded as every other read: a run.json nested thousands deep made json.loads
+        # raise RecursionError through inspect (benchmarks/fuzz.py, recording family).
+        run = (
+            parse_json(read_limited(path, MAX_INDEX_BYTES, decompress=False), path, InputError)
+            if paths.is_file(path)
+            else {}
+        )
+    except OSError as exc:
+        if strict:
+            raise InputError(path, exc.strerror or str(exc)) from None
+        return {}
+    except InputError:
+        if strict:
+            raise
+        return {}
+    if strict and not isinstance(run, dict):
+        raise InputError(path, "not a JSON object: not graphscope record's run.json")
+    return run if isinstance(run, dict) else {}
 
 
 def _process_order(name: str) -> tuple[int, int, str]:
@@ -363,13 +377,39 @@ def _process_order(name: str) -> tuple[int, int, str]:
     return (rank if rank >= 0 else 1 << 30, pid, name)
 
 
+def nothing_recorded(path: str | os.PathLike[str], most: int = 3) -> str | None:
+    """What to say of a run folder that ``graphscope record`` left with no process recorded
+    (its ``run.json``, no index): that nothing was, and the processes that used CUDA where
+    the recorder could not follow. None for any other path."""
+    p = Path(path)
+    if not paths.is_file(p / RUN_FILE) or index_files(p):
+        return None
+    try:
+        run = _run_description(p, strict=True)
+    except InputError as exc:
+        return f"nothing was recorded here, and {exc}"
+    if run.get("exit_status") is None:  # running, or record was killed
+        said = "a graphscope record run with nothing recorded yet: no Python process of the "
+        said += "program has made a CUDA context, and the program has not been seen to end"
+    else:
+        said = "a graphscope record run in which nothing was recorded: no Python process of "
+        said += "the program made a CUDA context"
+    missed = unrecorded_processes(p)
+    if missed:
+        said += "; not recorded: " + "; ".join(e["why"] for e in missed[:most])
+        if len(missed) > most:
+            said += f"; and {len(missed) - most} more (run.json lists them all)"
+    return said
+
+
 def load_recordings(path: str | os.PathLike[str]) -> list[Recording]:
     """Every process recording under ``path``; InputError when there is none."""
     files = index_files(path)
     if not files:
         raise InputError(
             path,
-            f"not a recording folder: no {INDEX_NAME} in it or in its folders "
+            nothing_recorded(path)
+            or f"not a recording folder: no {INDEX_NAME} in it or in its folders "
             "(graphscope record --out FOLDER writes one per process)",
         )
     return [load_recording(f) for f in files]

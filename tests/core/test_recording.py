@@ -516,3 +516,42 @@ def test_inspect_names_the_run_s_processes_that_used_cuda_unrecorded(
     (out / "run.json").write_text("{trunc")
     assert main(["inspect", str(out)]) == 0
     assert "not recorded" not in capsys.readouterr().out
+
+
+def test_a_run_where_nothing_was_recorded_is_said_so_by_every_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """record leaves run.json alone when no process could be recorded (a native server did
+    the GPU work): inspect, check and serve say that, with the processes it names, in one
+    line, not "not a recording folder" or "is a directory"."""
+    from graphscope.cli import check_serve_files
+
+    out = tmp_path / "rec"
+    out.mkdir()
+    why = "pid 4242 (llama-server) loaded the CUDA driver but is not a Python process"
+    run = {"exit_status": 0, "unrecorded_processes": [{"pid": 4242, "name": "x", "why": why}]}
+    (out / "run.json").write_text(json.dumps(run))
+    for command in (["inspect"], ["inspect", "--json"], ["check"]):
+        assert main([*command, str(out)]) == 2
+        said = capsys.readouterr().err.strip().splitlines()
+        assert said == [
+            f"graphscope: error: {out}: a graphscope record run in which nothing was recorded: "
+            f"no Python process of the program made a CUDA context; not recorded: {why}"
+        ], said
+    with pytest.raises(InputError, match=r"nothing was recorded: .*not recorded: pid 4242"):
+        check_serve_files([str(out)])
+    with pytest.raises(InputError, match="nothing was recorded"):
+        load_recordings(out)
+    # While the program runs (no exit status yet), nothing is recorded *yet*.
+    (out / "run.json").write_text(json.dumps({**run, "exit_status": None}))
+    assert main(["inspect", str(out)]) == 2
+    assert "nothing recorded yet" in capsys.readouterr().err
+    # A run.json that cannot be read is named, with what is wrong with it.
+    (out / "run.json").write_text('{"exit_status": 0, "unrec')
+    assert main(["check", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was recorded here, and" in err and "run.json:1: file ends inside" in err, err
+    # A folder without run.json is no recording, as before.
+    (out / "run.json").unlink()
+    assert main(["inspect", str(out)]) == 2
+    assert "is a directory" in capsys.readouterr().err
