@@ -31,12 +31,13 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 
 import graphscope
 from graphscope.errors import GraphscopeError
-from graphscope.recording import Recording, load_recordings
+from graphscope.recording import Recording, load_recordings, unrecorded_processes
 
 #: Largest upload accepted, in bytes (a 100,000-node bundle is about 2 MB gzipped).
 UPLOAD_LIMIT = 200 << 20
@@ -109,6 +110,8 @@ class RecordedRun:
     recordings: list[Recording] = field(default_factory=list)
     sources: dict[tuple[str, str], str] = field(default_factory=dict)  # (process, graph) -> id
     error: str | None = None  # the one-line error when the index cannot be read
+    # The run's processes that used CUDA where the recorder could not follow (run.json).
+    unrecorded: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -207,7 +210,7 @@ class Registry:
 
     def add_recording(self, path: Path, label: str) -> RecordedRun:
         """A recording folder: each of its graphs becomes a source, in catalog order."""
-        run = RecordedRun(label=label, path=path)
+        run = RecordedRun(label=label, path=path, unrecorded=unrecorded_processes(path))
         try:
             run.recordings = load_recordings(path)
         except GraphscopeError as exc:

@@ -55,6 +55,7 @@ table.catalog td:nth-child(n+4):nth-child(-n+9) { white-space: nowrap; }
 .process { font-weight: 500; margin: 10px 0 4px; }
 .finding { border-left: 4px solid #999; padding: 4px 12px; margin: 8px 0; }
 .finding.warning { border-color: #d62728; } .finding.info { border-color: #1f77b4; }
+.finding.unrecorded { max-width: 1188px; } .finding.unrecorded ul { margin: 6px 0 2px; }
 .diagnosis { border: 1px solid #ddd; border-radius: 6px; padding: 4px 12px 6px; margin: 6px 0 10px;
              max-width: 1200px; }
 .diagnosis h4 { margin: 4px 0; }

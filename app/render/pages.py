@@ -611,6 +611,18 @@ def catalog_page(runs: list[RecordedRun]) -> list[Any]:
     ]
     for run in runs:
         out.append(html.H3(run.label))
+        if run.unrecorded:
+            out.append(
+                html.Div(
+                    [
+                        html.B("Not recorded: "),
+                        "processes of the program that used CUDA where graphscope record "
+                        "could not follow",
+                        html.Ul([html.Li(entry["why"]) for entry in run.unrecorded]),
+                    ],
+                    className="finding warning unrecorded",
+                )
+            )
         if run.error is not None:
             out.append(html.Div(run.error, className="error"))
             continue

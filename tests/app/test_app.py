@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -592,6 +593,23 @@ def test_the_catalog_lists_every_graph_and_links_each_to_its_graph(tmp_path: Pat
     bad = registry.add_recording(broken.parent, "broken")
     assert bad.error and "recording.json" in shown_text(pages.catalog_page([bad]))
     assert "No recording here" in shown_text(pages.catalog_page([]))
+
+
+def test_the_catalog_names_the_run_s_processes_that_used_cuda_unrecorded(tmp_path: Path) -> None:
+    from graphscope.app.render import pages
+
+    run_dir = tmp_path / "rec"
+    shutil.copytree(ROOT / "samples" / "recordings" / "torch-buckets", run_dir)
+    run = json.loads((run_dir / "run.json").read_text())
+    why = "pid 4242 (llama-server) loaded the CUDA driver but is not a Python process"
+    run["unrecorded_processes"] = [{"pid": 4242, "name": "llama-server", "why": why}]
+    (run_dir / "run.json").write_text(json.dumps(run))
+    text = shown_text(pages.catalog_page([Registry().add_recording(run_dir, "rec")]))
+    assert "Not recorded:" in text and "processes of the program that used CUDA" in text
+    assert why in text
+    assert text.index(why) < text.index("torch_buckets.py:102 in capture")  # before the graphs
+    clean = Registry().add_recording(ROOT / "samples" / "recordings" / "torch-buckets", "b")
+    assert "Not recorded" not in shown_text(pages.catalog_page([clean]))
 
 
 def test_navigation_helpers_open_groups_focus_count_and_read_the_address() -> None:
