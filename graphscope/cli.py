@@ -282,9 +282,9 @@ def cmd_record(args: argparse.Namespace) -> int:
     flagged = hook_flag(program) if is_python(program[0]) else None
     if flagged:
         print(
-            f"graphscope record: warning: {printable(program[0])} is run with {flagged}, so "
-            "this process will not be recorded (the Python processes it starts without it "
-            "will); run it without that option to record it",
+            f"graphscope record: warning: {printable(program[0])} is run with {flagged}: "
+            "graphscope's start-up hook cannot run in it, so it will not be recorded (Python "
+            "processes it starts without that option will be); leave the option out to record it",
             file=sys.stderr,
         )
     print(

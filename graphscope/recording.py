@@ -328,7 +328,7 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
     (``run.json``'s ``unrecorded_processes``: ``{pid, name, why}``). A run.json that is
     missing, unreadable or of another shape gives none: it only adds to what the process
     folders say."""
-    entries = _run_description(folder).get("unrecorded_processes")
+    entries = _read_run_file(folder).get("unrecorded_processes")
     if not isinstance(entries, list):
         return []
     return [
@@ -341,7 +341,7 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
     ]
 
 
-def _run_description(folder: str | os.PathLike[str], strict: bool = False) -> dict[str, Any]:
+def _read_run_file(folder: str | os.PathLike[str], strict: bool = False) -> dict[str, Any]:
     """``folder``'s ``run.json``; empty where it is missing, unreadable or no JSON object,
     or with ``strict``, InputError where it is there but unreadable."""
     path = Path(folder) / RUN_FILE
@@ -385,7 +385,7 @@ def nothing_recorded(path: str | os.PathLike[str], most: int = 3) -> str | None:
     if not paths.is_file(p / RUN_FILE) or index_files(p):
         return None
     try:
-        run = _run_description(p, strict=True)
+        run = _read_run_file(p, strict=True)
     except InputError as exc:
         return f"nothing was recorded here, and {exc}"
     if run.get("exit_status") is None:  # running, or record was killed
