@@ -699,7 +699,12 @@ def _case_recording(
             if rng.random() < 0.5:
                 (odd / "recording.json").write_bytes(index.read_bytes())
             said.append(f"folder {odd.name} added")
-    where = "rec" if rng.random() < 0.8 else str(rng.choice(indexes).parent)
+    emptied = rng.random() < 0.1
+    if emptied:  # run.json alone, as record leaves a run where no process could be recorded
+        for folder in {index.parent for index in indexes}:
+            shutil.rmtree(folder, ignore_errors=True)
+        said.append("every process folder removed")
+    where = "rec" if emptied or rng.random() < 0.8 else str(rng.choice(indexes).parent)
     code = f"from graphscope.recording import load_recordings as r; r({where!r})"
     read = run.reader(_py(code), "reader:recording", [where], lambda: load_recordings(where))
     run.result.loaded = read is not None
