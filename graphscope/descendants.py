@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,6 +71,11 @@ class Watch:
         self.poll_s = poll_s
         self.hook = hook or {}
         self.seen: dict[int, Seen] = {}
+        self._gone: list[Seen] = []  # the program's processes whose pid went to another since
+        # The program's processes, pid -> the inode of their /proc folder (a pid used again
+        # is a new process with a new inode), and the processes that are not the program's.
+        self._ours: dict[int, int] = {}
+        self._others: set[tuple[int, int]] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -86,7 +92,7 @@ class Watch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        return [s for s in self.seen.values() if s.cuda and s.unreached]
+        return [s for s in (*self._gone, *self.seen.values()) if s.cuda and s.unreached]
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -97,9 +103,28 @@ class Watch:
             self._stop.wait(self.poll_s)
 
     def poll(self) -> None:
-        """One look at the process table."""
-        parents = self._parents()
-        for pid in _descendants(self.root, parents):
+        """One look at the process table.
+
+        Only the processes new since the last look have their parent read: one that was not
+        the program's never becomes so (an orphan is handed up, to init or a subreaper above
+        it), so a look on a machine of a thousand processes reads a few files, not a thousand.
+        A process of the program stays one when it is orphaned (a server it daemonised)."""
+        listed = self._listed()
+        alive = {pid for pid, ino in self._ours.items() if listed.get(pid) == ino}
+        new = {
+            pid: ino
+            for pid, ino in listed.items()
+            if pid not in alive and (pid, ino) not in self._others
+        }
+        parents = self._parents(new)
+        ours = _descendants({self.root} & parents.keys() | alive, parents)
+        self._others = {(p, i) for p, i in self._others if listed.get(p) == i}
+        self._others |= {(pid, new[pid]) for pid in parents.keys() - ours}
+        for pid in self._ours.keys() - alive:  # gone, or its pid now another process's
+            if (old := self.seen.pop(pid, None)) is not None:
+                self._gone.append(old)
+        self._ours = {pid: listed[pid] for pid in ours}
+        for pid in sorted(ours):
             # The name is read on every look, not only the first: a child caught between
             # fork and exec still bears its parent's name (a Python program's subprocess is
             # "python3" until it becomes the native server it runs).
@@ -114,20 +139,23 @@ class Watch:
             if seen.unreached and not seen.cuda:
                 seen.cuda = self._maps_libcuda(pid)
 
-    def _parents(self) -> dict[int, int]:
-        """pid -> parent pid, for every process readable now."""
+    def _listed(self) -> dict[int, int]:
+        """pid -> the inode of its ``/proc`` folder, for every process listed now."""
+        with os.scandir(self.proc) as entries:
+            return {int(e.name): e.inode() for e in entries if e.name.isdigit()}
+
+    def _parents(self, pids: Iterable[int]) -> dict[int, int]:
+        """pid -> parent pid, for each of ``pids`` still readable."""
         out: dict[int, int] = {}
-        for entry in self.proc.iterdir():
-            if not entry.name.isdigit():
-                continue
+        for pid in pids:
             try:
-                stat = (entry / "stat").read_text(errors="replace")
+                stat = (self.proc / str(pid) / "stat").read_text(errors="replace")
             except OSError:  # gone since the listing
                 continue
             # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
             fields = stat[stat.rfind(")") + 2 :].split()
             if len(fields) >= 2 and fields[1].isdigit():
-                out[int(entry.name)] = int(fields[1])
+                out[pid] = int(fields[1])
         return out
 
     def _name(self, pid: int) -> str | None:
@@ -212,14 +240,14 @@ def _interpreter_flags(argv: list[str]) -> set[str]:
     return flags
 
 
-def _descendants(root: int, parents: dict[int, int]) -> list[int]:
-    """``root`` and every process below it, in ``parents``."""
+def _descendants(roots: set[int], parents: dict[int, int]) -> set[int]:
+    """``roots`` and every process below them, in ``parents``."""
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
         children.setdefault(parent, []).append(pid)
-    out, todo = [], [root] if root in parents else []
+    out, todo = set(), list(roots)
     while todo:
         pid = todo.pop()
-        out.append(pid)
+        out.add(pid)
         todo.extend(children.get(pid, ()))
     return out

@@ -62,6 +62,35 @@ def test_a_native_descendant_that_loads_libcuda_is_named(tmp_path: Path) -> None
     assert watch.seen[100].python and not watch.seen[102].cuda
 
 
+def test_orphans_stay_the_program_s_and_a_pid_used_again_is_a_new_process(
+    tmp_path: Path,
+) -> None:
+    _process(tmp_path, 100, 1, "/usr/bin/python3.12")  # the program
+    _process(tmp_path, 101, 100, "/opt/srv/llama-server", maps=LIBCUDA)
+    _process(tmp_path, 102, 100, "/usr/bin/sh")
+    _process(tmp_path, 103, 102, "/opt/bin/daemon")
+    _process(tmp_path, 200, 1, "/opt/other/gpu-app", maps=LIBCUDA)  # not the program's
+    watch = Watch(100, proc=tmp_path)
+    watch.poll()
+    assert sorted(watch.seen) == [100, 101, 102, 103]
+    # The shell exits and its daemon is handed to init: still the program's, and checked.
+    shutil.rmtree(tmp_path / "102")
+    (tmp_path / "103" / "stat").write_text("103 (daemon) S 1 103 0 0\n")
+    (tmp_path / "103" / "maps").write_text(LIBCUDA)
+    # The server exits and its pid goes to a process of another program; pid 200 goes to
+    # one of this program's.
+    # (The old folder is kept aside until the new one is made: /proc never gives a new
+    # process its predecessor's inode, where a disk's file system may.)
+    (tmp_path / "101").rename(tmp_path / "gone-101")
+    _process(tmp_path, 101, 1, "/usr/bin/top")
+    (tmp_path / "200").rename(tmp_path / "gone-200")
+    _process(tmp_path, 200, 100, "/opt/bin/trt-worker", maps=LIBCUDA)
+    watch.poll()
+    assert sorted(watch.seen) == [100, 103, 200]
+    missed = [(s.pid, s.name) for s in watch.stop()]
+    assert missed == [(101, "llama-server"), (103, "daemon"), (200, "trt-worker")]
+
+
 def test_a_child_seen_before_its_exec_is_renamed_and_checked(tmp_path: Path) -> None:
     # Seen between fork and exec, a Python program's child still reads as Python; once it
     # has exec'd a native server that loads the driver, it must be named as unrecorded.
