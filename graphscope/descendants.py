@@ -77,6 +77,7 @@ class Watch:
         self._ours: dict[int, int] = {}
         self._others: set[tuple[int, int]] = set()
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # a look, against stop() reading what looks found
         self._thread: threading.Thread | None = None
 
     def start(self) -> Watch:
@@ -92,7 +93,14 @@ class Watch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        return [s for s in (*self._gone, *self.seen.values()) if s.cuda and s.unreached]
+        # A look that outlived the join is not read half done, nor waited on for ever (a
+        # process stuck in the kernel can hold a read of its maps).
+        if not self._lock.acquire(timeout=5):
+            return []
+        try:
+            return [s for s in (*self._gone, *self.seen.values()) if s.cuda and s.unreached]
+        finally:
+            self._lock.release()
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -109,6 +117,10 @@ class Watch:
         the program's never becomes so (an orphan is handed up, to init or a subreaper above
         it), so a look on a machine of a thousand processes reads a few files, not a thousand.
         A process of the program stays one when it is orphaned (a server it daemonised)."""
+        with self._lock:
+            self._look()
+
+    def _look(self) -> None:
         listed = self._listed()
         alive = {pid for pid, ino in self._ours.items() if listed.get(pid) == ino}
         new = {
