@@ -555,3 +555,18 @@ def test_a_run_where_nothing_was_recorded_is_said_so_by_every_reader(
     (out / "run.json").unlink()
     assert main(["inspect", str(out)]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", [RECORDINGS, ROOT / "samples" / "large" / "recordings"])
+def test_every_sample_recording_has_its_manifest_line_and_is_described(where: Path) -> None:
+    """Each recording folder is what its manifest line says was made (its run.json, word for
+    word), and samples/README.md says what it shows."""
+    folders = sorted(p.name for p in where.iterdir() if p.is_dir())
+    lines = [json.loads(line) for line in (where / "manifest.jsonl").read_text().splitlines()]
+    manifest = {line["recording"]: line for line in lines}
+    assert len(manifest) == len(lines) and sorted(manifest) == folders
+    readme = (ROOT / "samples" / "README.md").read_text()
+    for name in folders:
+        run = json.loads((where / name / "run.json").read_text())
+        assert manifest[name] == {"recording": name, **run}, name
+        assert f"`{name}`" in readme or f"`large/recordings/{name}`" in readme, name
