@@ -116,8 +116,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     results = []
     for path in args.files:
         try:
-            # A run folder where nothing was recorded is told so by load_recordings.
-            recording = is_recording(path) or nothing_recorded(path) is not None
+            recording = is_recording(path, empty=True)
             reports = [process_report(r) for r in load_recordings(path)] if recording else []
         except InputError as exc:
             _error(str(exc))
@@ -491,7 +490,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .analysis.report import step_report
     from .io import load
 
-    if is_recording(args.file):
+    if is_recording(args.file, empty=True):
         recordings = load_recordings(args.file)
         reports = [process_report(r) for r in recordings]
         if args.json:
@@ -577,7 +576,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from .analysis.diff import diff
     from .io import load
 
-    kinds = is_recording(args.a), is_recording(args.b)
+    kinds = is_recording(args.a, empty=True), is_recording(args.b, empty=True)
     if all(kinds):
         return _diff_recordings(args.a, args.b, args.json)
     if any(kinds):
@@ -613,9 +612,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .analysis.check import DEFAULT_RULES, Rules, check
 
     path = args.recording
-    if not is_recording(path):
-        if (empty := nothing_recorded(path)) is not None:
-            raise InputError(path, empty)
+    if not is_recording(path, empty=True):
         why = (
             "a file, not a recording folder"
             if paths.is_file(path) and Path(path).name != "recording.json"

@@ -263,12 +263,14 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     return from_document(read_index(p), p)
 
 
-def is_recording(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a recording folder (of one process or of a whole run) or index.
+def is_recording(path: str | os.PathLike[str], empty: bool = False) -> bool:
+    """Whether ``path`` is a recording folder (of one process or of a whole run) or index;
+    with ``empty``, also a run folder where nothing was recorded (``run.json`` alone), which
+    the commands take as a recording so that ``load_recordings`` says what it holds.
 
     A path the OS refuses to look up (a name too long, a folder that cannot be searched) is
     one ``InputError`` line, not False: the user is told why, not "not a recording"."""
-    return bool(index_files(path))
+    return bool(index_files(path)) or (empty and paths.is_file(Path(path) / RUN_FILE))
 
 
 def index_files(path: str | os.PathLike[str]) -> list[Path]:

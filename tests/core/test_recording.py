@@ -522,8 +522,8 @@ def test_a_run_where_nothing_was_recorded_is_said_so_by_every_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """record leaves run.json alone when no process could be recorded (a native server did
-    the GPU work): inspect, check and serve say that, with the processes it names, in one
-    line, not "not a recording folder" or "is a directory"."""
+    the GPU work): inspect, check, report, diff and serve say that, with the processes it
+    names, in one line, not "not a recording folder" or "is a directory"."""
     from graphscope.cli import check_serve_files
 
     out = tmp_path / "rec"
@@ -531,7 +531,8 @@ def test_a_run_where_nothing_was_recorded_is_said_so_by_every_reader(
     why = "pid 4242 (llama-server) loaded the CUDA driver but is not a Python process"
     run = {"exit_status": 0, "unrecorded_processes": [{"pid": 4242, "name": "x", "why": why}]}
     (out / "run.json").write_text(json.dumps(run))
-    for command in (["inspect"], ["inspect", "--json"], ["check"]):
+    other = str(RECORDINGS / "cupy-graph")
+    for command in (["inspect"], ["inspect", "--json"], ["check"], ["report"], ["diff", other]):
         assert main([*command, str(out)]) == 2
         said = capsys.readouterr().err.strip().splitlines()
         assert said == [
