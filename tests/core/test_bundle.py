@@ -158,3 +158,26 @@ def test_gzip_output_is_deterministic(samples: Path, tmp_path: Path) -> None:
     b = graphscope.save(G, tmp_path / "b.json.gz").read_bytes()
     assert a == b
     assert json.loads(gzip.decompress(a))["nodes"]["rows"][0][1] == "graph_14_node_0"
+
+
+def test_format_md_s_bundle_example_reads_as_it_says(tmp_path: Path) -> None:
+    """docs/FORMAT.md's bundle example, its sections given as empty placeholders left out,
+    is a bundle the reader takes: shapes, constants, @key and @name as the text says."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "FORMAT.md").read_text()
+    example = text.split("## Bundles (`.json`, `.json.gz`)")[1].split("```json")[1]
+    document = json.loads(example.split("```")[0])
+    for placeholder in ("timing", "eager", "attribution"):
+        document.pop(placeholder)
+    document["metadata"].pop("...")
+    path = tmp_path / "example.json"
+    path.write_text(json.dumps(document))
+    G = graphscope.load(path)
+    assert list(G.edges) == [("graph_1_node_0", "graph_1_node_1")]
+    node = G.nodes["graph_1_node_1"]
+    assert (node["graph_id"], node["type"], node["local_id"], node["grid"]) == (
+        1,
+        "KERNEL",
+        1,
+        [16, 1, 1],
+    )
+    assert node["short_name"] == "graphscope_scale<float>"
