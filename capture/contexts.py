@@ -1,13 +1,15 @@
 """Start recording in a process when a CUDA context is made in it, whatever made it.
 
-``bootstrap/sitecustomize.py`` calls :func:`watch` at start-up in every Python process
-``graphscope record`` starts. It subscribes the process's CUPTI subscriber (``callbacks``) to
-``CONTEXT_CREATED`` alone: no CUDA context is made, no device is touched, and a process that
-never uses CUDA (an engine's front end that forks its workers) is never recorded and stays
-fork-safe (benchmarks/probe_attach.py, on the H200: a child forked after the subscription
-initialises CUDA as one forked without it does). JAX/XLA, CuPy, cuda-python, Numba and C++
-extensions make their contexts through the driver, so each is seen; the recorder starts
-inside that callback, before the context can capture or launch a graph.
+``bootstrap/sitecustomize.py`` calls :func:`watch` in every Python process ``graphscope
+record`` starts that has not imported torch, once the process loads compiled code from
+outside the standard library (an installed package's extension module, or ctypes). It
+subscribes the process's CUPTI subscriber (``callbacks``) to ``CONTEXT_CREATED`` alone: no
+CUDA context is made, no device is touched, and a process that never uses CUDA (an engine's
+front end that forks its workers) is never recorded and stays fork-safe
+(benchmarks/probe_attach.py, on the H200: a child forked after the subscription initialises
+CUDA as one forked without it does). JAX/XLA, CuPy, cuda-python, Numba and C++ extensions
+make their contexts through the driver, so each is seen; the recorder starts inside that
+callback, before the context can capture or launch a graph.
 
 torch keeps its own start (``torch.cuda._lazy_call``, right after its CUDA initialisation),
 and a process that has imported torch is left to it: in such a process a context made by
@@ -48,11 +50,13 @@ def _failed(exc: BaseException) -> None:
     )
 
 
-def watch() -> None:
+def watch() -> str | None:
     """Start recording this process when a CUDA context is made in it; one line on stderr
-    if CUPTI cannot be asked (another profiler holds it), and the program goes on."""
+    if CUPTI cannot be asked (another profiler holds it), and the program goes on. Where
+    cupti-python is not installed, nothing can be watched: why, for the start-up hook to say
+    at exit if the process used CUDA after all."""
     if importlib.util.find_spec("cupti") is None:
-        return  # said where it matters: once torch initialises CUDA (bootstrap, autostart)
+        return f"cupti-python is not installed for {sys.executable}"
     try:
         api = cupti()
         callbacks.subscriber().on(
@@ -66,3 +70,4 @@ def watch() -> None:
             f"graphscope record: pid {os.getpid()}: cannot watch for CUDA contexts "
             f"({type(exc).__name__}: {exc}); only a context torch makes is recorded\n"
         )
+    return None

@@ -8,15 +8,16 @@ from pathlib import Path
 
 
 def run_record(
-    out: Path, program: list[str], timeout: float = 120
+    out: Path, program: list[str], timeout: float = 120, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``graphscope record --out OUT -- PROGRAM``, its output captured."""
+    """``graphscope record --out OUT -- PROGRAM`` in ``cwd``, its output captured."""
     return subprocess.run(
         [sys.executable, "-m", "graphscope", "record", "--out", str(out), "--", *program],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        cwd=cwd,
     )
 
 

@@ -94,9 +94,37 @@ def _watch_contexts() -> None:
     """Start recording when any framework makes a CUDA context (capture/contexts.py)."""
     try:
         from graphscope.capture import contexts
-    except ImportError:
-        return  # said once torch initialises CUDA, if it does (_start_recording)
-    contexts.watch()
+    except ImportError as exc:
+        _say_at_exit_if_cuda_was_used(f"cannot import graphscope in {sys.executable} ({exc})")
+        return
+    cannot = contexts.watch()
+    if cannot:
+        _say_at_exit_if_cuda_was_used(cannot)
+
+
+def _say_at_exit_if_cuda_was_used(why: str) -> None:
+    """No CUDA context can be watched for here: say at exit, once, if the process loaded
+    the CUDA driver after all, so that it is not missing from the recording unexplained. (A
+    process in which torch initialised CUDA has said so then: _start_recording.)"""
+    import atexit
+
+    def check() -> None:
+        torch = sys.modules.get("torch")
+        try:
+            if torch is not None and torch.cuda.is_initialized():
+                return
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+                if not any("/libcuda.so" in line for line in maps):
+                    return
+        except Exception:  # not Linux, or torch half torn down: nothing to say
+            return
+        sys.stderr.write(
+            f"graphscope record: pid {os.getpid()}: this process loaded the CUDA driver and "
+            f"ran unrecorded: {why}; install graphscope[capture] in the environment that "
+            "runs the program\n"
+        )
+
+    atexit.register(check)
 
 
 _STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
