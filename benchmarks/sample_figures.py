@@ -4,7 +4,7 @@
 
 Reads bundles only (no GPU): every figure was measured on the GPU machine when the bundle was
 captured. Prints a Markdown table: eager step (median wall time of 50 untraced steps), graph
-replay (median of the untraced replays), the ratio, the CPU time to issue the eager step
+replay (mean wall time of the untraced replays), the ratio, the CPU time to issue the eager step
 against the CPU time of the replay's launch call, and the traced eager step's share of CPU
 time in CUDA launch calls and of GPU time idle.
 """

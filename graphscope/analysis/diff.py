@@ -90,6 +90,8 @@ class GraphDiff:
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        if self.update is not None:  # its own as_dict adds the verdict's `safe`
+            out["update"] = self.update.as_dict()
         for entry in out["changed"] + out["timing"]:
             a, b = entry["median_a_us"], entry["median_b_us"]
             entry["delta_us"] = None if a is None or b is None else b - a

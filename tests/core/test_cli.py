@@ -162,8 +162,11 @@ def test_diff_between_buckets_and_between_models(capsys: pytest.CaptureFixture[s
     gpt, parallel = (str(BUNDLES / f"{m}-b1.json.gz") for m in ("tiny-gpt", "tiny-gpt-parallel"))
     assert main(["diff", "--json", gpt, parallel]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["update"]["ok"] is False
+    assert result["update"]["ok"] is False and result["update"]["safe"] is False
     assert result["update"]["obstacles"][0]["result"] == "ERROR_TOPOLOGY_CHANGED"
+    assert main(["diff", "--json", b1, b8]) == 0  # accepted; safe says whether hazards stand
+    update = json.loads(capsys.readouterr().out)["update"]
+    assert update["ok"] is True and update["safe"] is (not update["hazards"])
 
 
 @pytest.mark.parametrize("budget", ["inf", "nan", "-3", "0", "1e400"])
