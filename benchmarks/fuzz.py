@@ -1264,7 +1264,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="/tmp/graphscope-fuzz", help="where results go")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (1)")
     parser.add_argument("--memory-mib", type=int, default=2048, help="memory one step may add")
-    parser.add_argument("--no-large", action="store_true", help="leave out samples/large")
+    parser.add_argument(
+        "--no-large",
+        action="store_true",
+        help="leave out samples of 1 MiB or more (samples/large's graphs)",
+    )
     parser.add_argument("--upload", action="store_true", help="also the dashboard's upload")
     parser.add_argument("--app", action="store_true", help="also the dashboard's catalog, cards")
     parser.add_argument(
