@@ -330,7 +330,12 @@ def unrecorded_processes(folder: str | os.PathLike[str]) -> list[dict[str, Any]]
     (``run.json``'s ``unrecorded_processes``: ``{pid, name, why}``). A run.json that is
     missing, unreadable or of another shape gives none: it only adds to what the process
     folders say."""
-    entries = _read_run_file(folder).get("unrecorded_processes")
+    return _unrecorded_entries(_read_run_file(folder))
+
+
+def _unrecorded_entries(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """A run.json's ``unrecorded_processes``, each entry of its shape; the others left out."""
+    entries = run.get("unrecorded_processes")
     if not isinstance(entries, list):
         return []
     return [
@@ -396,7 +401,7 @@ def nothing_recorded(path: str | os.PathLike[str], most: int = 3) -> str | None:
     else:
         said = "a graphscope record run in which nothing was recorded: no Python process of "
         said += "the program made a CUDA context"
-    missed = unrecorded_processes(p)
+    missed = _unrecorded_entries(run)
     if missed:
         said += "; not recorded: " + "; ".join(e["why"] for e in missed[:most])
         if len(missed) > most:
