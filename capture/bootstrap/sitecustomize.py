@@ -113,6 +113,8 @@ def _say_at_exit_if_cuda_was_used(why: str) -> None:
         try:
             if torch is not None and torch.cuda.is_initialized():
                 return
+            # The test graphscope/descendants.py makes of other processes, written again
+            # here: this runs where graphscope itself may not be importable.
             with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
                 if not any("/libcuda.so" in line for line in maps):
                     return
